@@ -1,0 +1,173 @@
+"""The ``interviewer`` command. Domain errors become one line on stderr and exit code 1."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from .errors import InterviewerError
+
+app = typer.Typer(
+    name="interviewer",
+    help="A mock-interview coach for AI-Infra engineers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def clean_errors(command: F) -> F:
+    """Turn the product's errors into one clear line and a non-zero exit, not a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except InterviewerError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            typer.echo(f"error: invalid setting {where}: {first['msg']}", err=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _settings() -> Any:
+    from .settings import Settings
+
+    return Settings()
+
+
+def _load_bank(settings: Any) -> Any:
+    from .bank import load_bank
+    from .knowledge import discover, load_passages
+
+    shipped = settings.knowledge_dir
+    passages = [p for f in discover([shipped], shipped=shipped) for p in load_passages(f, require_anchors=True)]
+    return load_bank(settings.bank_dir, {p.source for p in passages})
+
+
+@app.command()
+@clean_errors
+def index(
+    add: Annotated[
+        list[Path] | None, typer.Option("--add", help="Also index this folder of Markdown notes, from now on.")
+    ] = None,
+    rebuild: Annotated[bool, typer.Option(help="Drop the index and embed everything again.")] = False,
+) -> None:
+    """Build or update the knowledge index (only changed files are embedded again)."""
+    from .index import KnowledgeIndex
+    from .settings import add_knowledge_dir
+
+    for folder in add or []:
+        if not folder.is_dir():
+            raise InterviewerError(f"not a folder: {folder}")
+        console.print(f"Added {folder} to {add_knowledge_dir(folder)}")
+    settings = _settings()
+    report = KnowledgeIndex(settings).build(rebuild=rebuild, progress=sys.stderr.isatty())
+    changes = (
+        f"{len(report.added)} added, {len(report.updated)} updated, "
+        f"{len(report.removed)} removed, {report.unchanged} unchanged"
+    )
+    console.print(
+        f"Index at {settings.index_dir}: {report.passages} passages; files {changes}; "
+        f"{report.embedded} passages embedded in {report.seconds:.2f} s"
+    )
+
+
+@app.command()
+@clean_errors
+def bank(as_json: Annotated[bool, typer.Option("--json", help="Print the bank as a JSON array.")] = False) -> None:
+    """List the question bank: questions, rubric criteria and follow-ups."""
+    loaded = _load_bank(_settings())
+    if as_json:
+        items = [
+            {
+                "id": q.id,
+                "round": q.round,
+                "version": q.version,
+                "topics": q.topics,
+                "time_guide_min": q.time_guide_min,
+                "answer_format": q.answer_format,
+                "question": q.question.model_dump(),
+                "criteria": [
+                    {
+                        "id": c.id,
+                        "weight": c.weight,
+                        "description": c.description.model_dump(),
+                        "max_score": c.max_score,
+                    }
+                    for c in q.criteria
+                ],
+                "followups": [
+                    {
+                        "id": f.id,
+                        "targets": f.targets,
+                        "from_seed": f.from_seed,
+                        "question": f.question.model_dump(),
+                        "criteria": [{"id": c.id, "weight": c.weight} for c in f.criteria],
+                        "references": f.references,
+                    }
+                    for f in q.followups
+                ],
+                "references": q.references,
+            }
+            for q in loaded.questions
+        ]
+        typer.echo(json.dumps(items, ensure_ascii=False, indent=2))
+        return
+    table = Table(title="Question bank")
+    for column in ("id", "round", "question", "criteria", "follow-ups"):
+        table.add_column(column)
+    for q in loaded.questions:
+        table.add_row(q.id, str(q.round), q.question.zh, str(len(q.criteria)), str(len(q.followups)))
+    console.print(table)
+
+
+@app.command()
+@clean_errors
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in Chinese, English or both.")],
+    k: Annotated[int, typer.Option("--k", min=1, max=50, help="How many passages.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+) -> None:
+    """Search the knowledge base (hybrid: dense + BM25), building the index first if needed."""
+    from .index import KnowledgeIndex
+    from .retrieval import Retriever
+
+    if not query.strip():
+        raise InterviewerError("the query is empty")
+    knowledge = KnowledgeIndex(_settings())
+    knowledge.ensure_current(progress=sys.stderr.isatty())
+    results = Retriever(knowledge).search(query, k=k)
+    if as_json:
+        typer.echo(json.dumps([r.as_dict() for r in results], ensure_ascii=False, indent=2))
+        return
+    if not results:
+        console.print("No passage matches this query.")
+    for rank, result in enumerate(results, start=1):
+        console.print(f"[bold]{rank}. {result.source}[/bold]  (score {result.score:.4f})  {result.title}")
+        snippet = result.text.replace("\n", " ")
+        console.print(f"   {snippet[:240]}{'…' if len(snippet) > 240 else ''}", markup=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

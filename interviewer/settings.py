@@ -1,0 +1,138 @@
+"""One typed settings tree, read from the environment (``INTERVIEWER_*`` and the OpenAI names).
+
+Nested groups use ``__`` in environment names, e.g. ``INTERVIEWER_RETRIEVAL__K=8``. The OpenAI
+endpoint uses the standard names ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` so that a machine
+already set up for OpenAI-compatible tools needs nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from platformdirs import user_data_path
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class EndpointSettings(BaseSettings):
+    """An OpenAI-compatible endpoint: OpenAI itself, vLLM, Ollama, DeepSeek, Qwen and others."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OPENAI_BASE_URL", "OPENAI_API_BASE", "base_url"),
+        description="Base URL of the OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1.",
+    )
+    api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OPENAI_API_KEY", "api_key"),
+        description="API key; never printed, logged or stored.",
+    )
+    model: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("INTERVIEWER_MODEL", "model"),
+        description="Chat model name used for grading and follow-ups.",
+    )
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url or self.api_key)
+
+
+class IndexSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    extra_dirs: list[Path] = Field(
+        default_factory=list, description="Folders of the user's own Markdown notes indexed beside knowledge/."
+    )
+    embedding: Literal["offline", "openai"] = Field(
+        default="offline",
+        description="offline: the bundled bilingual concept-hashing embedding (no download); "
+        "openai: the configured endpoint's embeddings API.",
+    )
+    embedding_model: str = Field(default="text-embedding-3-small", description="Model for embedding=openai.")
+    collection: str = Field(default="knowledge", min_length=3, description="Chroma collection name.")
+
+
+class RetrievalSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(default=5, ge=1, le=50, description="Passages returned by default.")
+    candidates: int = Field(default=20, ge=1, le=200, description="Results taken from each retriever before fusion.")
+    rrf_k: int = Field(default=20, ge=1, description="Reciprocal-rank-fusion constant: larger flattens the ranks.")
+    dense_weight: float = Field(default=1.0, ge=0, description="Weight of the Chroma (dense) ranking in the fusion.")
+    lexical_weight: float = Field(default=1.0, ge=0, description="Weight of the BM25 (lexical) ranking in the fusion.")
+
+
+SETTINGS_FILE = "settings.toml"
+
+
+def default_home() -> Path:
+    """``INTERVIEWER_HOME``, else the per-user data folder (e.g. ~/.local/share/interviewer)."""
+    configured = os.environ.get("INTERVIEWER_HOME")
+    return Path(configured).expanduser() if configured else user_data_path("interviewer", appauthor=False)
+
+
+def settings_file() -> Path:
+    return default_home() / SETTINGS_FILE
+
+
+class Settings(BaseSettings):
+    """Precedence: arguments, then environment, then ``<home>/settings.toml``, then defaults."""
+
+    model_config = SettingsConfigDict(env_prefix="INTERVIEWER_", env_nested_delimiter="__", extra="forbid")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=settings_file()))
+
+    home: Path = Field(
+        default_factory=default_home,
+        description="Where everything the product writes goes (index, sessions). INTERVIEWER_HOME.",
+    )
+    bank_dir: Path = Field(default=PROJECT_ROOT / "rubrics", description="The question bank (YAML rubrics).")
+    knowledge_dir: Path = Field(default=PROJECT_ROOT / "knowledge", description="The shipped knowledge base.")
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    endpoint: EndpointSettings = Field(default_factory=EndpointSettings, exclude=True)
+
+    @property
+    def index_dir(self) -> Path:
+        return self.home / "index"
+
+    @property
+    def glossary_dir(self) -> Path:
+        return self.knowledge_dir / "glossary"
+
+
+def add_knowledge_dir(directory: Path) -> Path:
+    """Record a user's notes folder in the settings file, so every later build indexes it."""
+    import tomlkit
+
+    path = settings_file()
+    document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    index = document.setdefault("index", tomlkit.table())
+    folders = index.setdefault("extra_dirs", tomlkit.array())
+    resolved = str(directory.expanduser().resolve())
+    if resolved not in [str(f) for f in folders]:
+        folders.append(resolved)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomlkit.dumps(document), encoding="utf-8")
+    return path
