@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 Lang = Literal["zh", "en"]
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", min_length=1, max_length=64)]
@@ -87,12 +87,13 @@ class Criterion(Strict):
     def max_score(self) -> int:
         return self.levels[-1].score
 
-    @model_validator(mode="after")
-    def _levels_form_a_scale(self) -> Criterion:
-        scores = [level.score for level in self.levels]
+    @field_validator("levels")
+    @classmethod
+    def _levels_form_a_scale(cls, levels: list[Level]) -> list[Level]:
+        scores = [level.score for level in levels]
         if scores != list(range(len(scores))):
             raise ValueError(f"levels must be scores 0..{len(scores) - 1} in order, got {scores}")
-        return self
+        return levels
 
 
 def _check_weights(criteria: list[Criterion]) -> None:

@@ -31,7 +31,7 @@ STOPWORDS = frozenset(
     的 了 是 在 和 与 及 或 也 都 就 还 又 而 但 并 被 把 给 对 从 到 向 为 以 于 由 这 那 这个 那个 这些 那些
     这样 那样 一个 一种 一些 有 没有 会 能 可以 要 需要 我 你 他 她 它 我们 你们 他们 咱们 吗 呢 吧 啊 呀 么
     怎么 怎样 怎么样 如何 什么 哪些 哪个 为什么 为何 多少 是否 是不是 能否 请 讲讲 说说 讲 说 谈谈 聊聊 介绍
-    解释 一下 下 比如 例如 然后 其中 时候 的话 之 其 该 每 各 等 等等 自己 如果 因为 所以 比较 非常 一般 通常
+    请问 解释 一下 下 比如 例如 然后 其中 时候 的话 之 其 该 每 各 等 等等 自己 如果 因为 所以 比较 非常 一般 通常
     a an the of to in on at for by with from as is are was were be been being it its this that these those
     and or but not no if then than so such do does did how what why which who whom when where can could
     would should will shall may might must you your i me my we our they their he she them us about into

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import pytest
+
+from interviewer.errors import KnowledgeError
+from interviewer.glossary import Glossary, Term
+from interviewer.segment import Segmenter
+from tests.conftest import KNOWLEDGE
+
+
+@pytest.fixture(scope="module")
+def segmenter() -> Segmenter:
+    return Segmenter(Glossary.load(KNOWLEDGE / "glossary"))
+
+
+@pytest.mark.parametrize(
+    ("text", "term"),
+    [
+        ("ZeRO-3的通信开销怎么优化", "@zero-3"),
+        ("梯度用 all-reduce 同步", "@all-reduce"),
+        ("NCCL超时了", "@nccl"),
+        ("什么是 warp divergence", "@warp-divergence"),
+        ("bank conflict 怎么避免", "@bank-conflict"),
+    ],
+    ids=["zero-3", "all-reduce", "nccl", "warp-divergence", "bank-conflict"],
+)
+def test_domain_terms_stay_whole(segmenter: Segmenter, text: str, term: str) -> None:
+    assert term in segmenter.tokens(text)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("张量并行", "tensor parallelism"),
+        ("ZeRO-3", "zero stage 3"),
+        ("全规约", "AllReduce"),
+        ("流水线并行", "Pipeline Parallel"),
+        ("激活重计算", "activation checkpointing"),
+    ],
+)
+def test_both_languages_give_the_same_term(segmenter: Segmenter, a: str, b: str) -> None:
+    assert segmenter.tokens(a) == segmenter.tokens(b)
+    assert segmenter.tokens(a)[0].startswith("@")
+
+
+def test_english_words_are_not_cut_by_short_aliases(segmenter: Segmenter) -> None:
+    # "sp" and "tp" are aliases; they must not split ordinary words apart.
+    assert segmenter.tokens("split the outputs") == ["split", "output"]
+
+
+def test_full_width_and_case_are_normalised(segmenter: Segmenter) -> None:
+    assert segmenter.tokens("ＺｅＲＯ－３") == segmenter.tokens("zero-3")
+
+
+def test_filler_words_carry_no_tokens(segmenter: Segmenter) -> None:
+    assert segmenter.tokens("请问一下这个是什么？ what is this") == []
+
+
+def test_an_alias_claimed_by_two_terms_is_rejected() -> None:
+    with pytest.raises(KnowledgeError, match="belongs to both"):
+        Glossary([Term(id="a", aliases=["TP"]), Term(id="b", aliases=["tp"])])
