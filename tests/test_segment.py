@@ -18,7 +18,7 @@ def segmenter() -> Segmenter:
     [
         ("ZeRO-3的通信开销怎么优化", "@zero-3"),
         ("梯度用 all-reduce 同步", "@all-reduce"),
-        ("NCCL超时了", "@nccl"),
+        ("用 NCCL 做集合通信", "@nccl"),
         ("什么是 warp divergence", "@warp-divergence"),
         ("bank conflict 怎么避免", "@bank-conflict"),
     ],
