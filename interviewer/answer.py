@@ -1,0 +1,191 @@
+"""Reading an answer: sentences and clauses with exact spans, phrase matching, and the signals
+the offline grader needs (steering attempts, "I don't know", keyword lists, padding, language).
+
+Everything here is deterministic and works on the original text, so every quoted span is an
+exact substring of what the candidate wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .segment import TERM_PREFIX, Segmenter, normalise
+
+GRADING_LIMIT = 20_000  # characters read; a longer paste is graded on its beginning and flagged
+
+_SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?")
+_CLAUSE = re.compile(r"[^，,、：:。！？!?；;\n]+")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_LATIN = re.compile(r"[A-Za-z]")
+_NUMBER = re.compile(r"\d")
+
+# Text addressed to the grader rather than the interviewer. Such sentences are removed before
+# grading, so they can neither earn nor cost points, and the grade is flagged.
+_STEERING = re.compile(
+    r"(ignore|disregard|forget)\s+(all\s+|the\s+|your\s+|any\s+|previous\s+|above\s+)*(rubric|instruction|rule|prompt|criteria)"
+    r"|full\s+marks|perfect\s+score|give\s+(me|this\s+answer|this)\s+(a\s+)?(10|ten|100)"
+    r"|\b(system|assistant|grader)\s*[:：]"
+    r"|\bscore\s*[=:：]\s*\d"
+    r"|you\s+are\s+(now\s+)?(a|the)\s+(grader|judge|evaluator)"
+    r"|忽略.{0,12}(评分|规则|标准|指令|以上|之前|rubric)|给(我|这个回答|本回答)?(打)?满分|满分\s*10|打\s*10\s*分|评分\s*[=:：]\s*\d"
+    r"|你(现在)?是(评分|打分)",
+    re.IGNORECASE,
+)
+_NO_KNOWLEDGE = re.compile(
+    r"^\W*(我)?(真的)?(不知道|不清楚|不会|不了解|不太了解|没了解过|没接触过|不懂|不记得了?|答不上来|跳过|pass)"
+    r"|^\W*(i\s+)?(really\s+)?(don'?t|do\s+not)\s+(know|remember|have\s+(any\s+)?idea)|^\W*(no\s+idea|not\s+sure|idk|skip|pass)\b",
+    re.IGNORECASE,
+)
+# Words that turn a statement into an explanation: cause, mechanism, quantity, contrast.
+_RELATION = re.compile(
+    r"因为|所以|因此|导致|使得|从而|通过|由于|为了|否则|如果|那么|只有|才|而是|但是|不过|相当于|取决于|意味着|每|约|倍|比|先|再|然后|之后|之前|同时|等于|需要|会|可以|把|将|用"
+    r"|\b(because|so|since|therefore|thus|hence|by|via|which|means|each|per|every|only|instead|while|when|then|before|after"
+    r"|unless|if|otherwise|so that|needs?|requires?|depends?|equals?|about|roughly|times|than|uses?)\b",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(
+    r"不是|并非|并不|不会|不能|不需要|没有|而不是|误区|误解|错误|错的|不对|以为|有人说"
+    r"|\b(not|never|no longer|isn'?t|aren'?t|doesn'?t|don'?t|won'?t|cannot|can'?t|myth|misconception|wrong|mistaken?|rather than|instead of)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A sentence or clause of the answer."""
+
+    start: int
+    end: int
+    text: str  # exact substring of the answer
+    tokens: tuple[str, ...]
+    norm: str  # NFKC + case-folded text, for substring tests on Chinese words
+
+    @cached_property
+    def token_set(self) -> frozenset[str]:
+        return frozenset(self.tokens)
+
+    @cached_property
+    def explanatory(self) -> bool:
+        """Says something about the terms, rather than only naming them."""
+        words = [t for t in self.tokens if not t.startswith(TERM_PREFIX)]
+        has_relation = bool(_RELATION.search(self.text)) or bool(_NUMBER.search(self.text))
+        return len(self.tokens) >= 5 and len(words) >= 2 and has_relation
+
+    @cached_property
+    def negated(self) -> int:
+        return len(_NEGATION.findall(self.text))
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A term, paraphrase or misconception pattern, segmented once."""
+
+    text: str
+    tokens: tuple[str, ...]
+    negations: int
+
+    def coverage(self, unit: Unit) -> float:
+        if not self.tokens:
+            return 0.0
+        present = sum(1 for t in self.tokens if _present(t, unit))
+        return present / len(self.tokens)
+
+    def all_terms_present(self, unit: Unit) -> bool:
+        return all(t in unit.token_set for t in self.tokens if t.startswith(TERM_PREFIX))
+
+
+def _present(token: str, unit: Unit) -> bool:
+    if token in unit.token_set:
+        return True
+    # jieba may cut a Chinese phrase differently in the answer than in the rubric
+    return bool(_HAN.search(token)) and len(token) >= 2 and token in unit.norm
+
+
+def make_phrase(segmenter: Segmenter, text: str) -> Phrase:
+    return Phrase(text=text, tokens=tuple(dict.fromkeys(segmenter.tokens(text))), negations=len(_NEGATION.findall(text)))
+
+
+def detect_language(text: str) -> str:
+    han = len(_HAN.findall(text))
+    latin = len(_LATIN.findall(text))
+    # A Chinese character carries about as much as a short English word, hence the factor.
+    return "zh" if han * 3 >= latin and han > 0 else "en"
+
+
+@dataclass
+class Answer:
+    """An answer prepared for grading."""
+
+    original: str
+    segmenter: Segmenter
+    flags: list[str] = field(default_factory=list)
+    steering: list[str] = field(default_factory=list)
+    sentences: list[Unit] = field(default_factory=list)
+    clauses: list[Unit] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, text: str, segmenter: Segmenter, limit: int = GRADING_LIMIT) -> Answer:
+        answer = cls(original=text, segmenter=segmenter)
+        body = text
+        if len(body) > limit:
+            body = body[:limit]
+            answer.flags.append("truncated")
+        if not body.strip():
+            answer.flags.append("empty")
+            return answer
+        for match in _SENTENCE.finditer(body):
+            raw = match.group(0)
+            stripped = raw.strip()
+            if not stripped:
+                continue
+            start = match.start() + raw.index(stripped)
+            if _STEERING.search(stripped):
+                answer.steering.append(stripped)
+                continue
+            sentence = answer._unit(start, stripped)
+            if not sentence.tokens:
+                continue
+            answer.sentences.append(sentence)
+            for clause in _CLAUSE.finditer(stripped):
+                part = clause.group(0).strip()
+                if part:
+                    unit = answer._unit(start + clause.start() + clause.group(0).index(part), part)
+                    if unit.tokens:
+                        answer.clauses.append(unit)
+        if answer.steering:
+            answer.flags.append("steering-attempt")
+        if _NO_KNOWLEDGE.search(body.strip()) and len(body.strip()) < 60:
+            answer.flags.append("no-knowledge")
+        return answer
+
+    def _unit(self, start: int, text: str) -> Unit:
+        return Unit(start, start + len(text), text, tuple(self.segmenter.tokens(text)), normalise(text))
+
+    @cached_property
+    def tokens(self) -> list[str]:
+        return [t for s in self.sentences for t in s.tokens]
+
+    @cached_property
+    def lang(self) -> str:
+        return detect_language(" ".join(s.text for s in self.sentences) or self.original)
+
+    @cached_property
+    def unique_sentences(self) -> list[Unit]:
+        """Sentences with repeats (the same tokens) removed: padding earns nothing twice."""
+        seen: set[tuple[str, ...]] = set()
+        unique: list[Unit] = []
+        for sentence in self.sentences:
+            key = tuple(sorted(set(sentence.tokens)))
+            if key in seen:
+                continue
+            seen.add(key)
+            unique.append(sentence)
+        return unique
+
+    @cached_property
+    def padding_ratio(self) -> float:
+        if not self.sentences:
+            return 0.0
+        return 1.0 - len(self.unique_sentences) / len(self.sentences)

@@ -1,0 +1,73 @@
+"""The grade: one model for every grader (offline now, the LLM grader later).
+
+A grade says what was scored and why: per rubric criterion the score on its scale, the evidence
+quoted verbatim from the answer, what is missing and the misconceptions found; the passages used;
+and which grader, grader version and rubric version made it, so a stored grade can be explained
+and compared later.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Flag = Literal[
+    "empty",  # nothing to grade
+    "no-knowledge",  # "I don't know" and the like
+    "gibberish",  # no recognisable words
+    "truncated",  # longer than the grading limit; the rest was not read
+    "steering-attempt",  # text addressed to the grader; ignored
+    "keyword-list",  # terms without explanation
+    "off-topic",  # little to do with the question
+    "padding",  # the same content repeated
+]
+
+
+class MisconceptionFound(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    claim: str = Field(description="The wrong claim, in the answer's language.")
+    correction: str = Field(description="What is true instead.")
+    evidence: str = Field(description="The span of the answer that makes the claim, quoted exactly.")
+
+
+class CriterionGrade(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    description: str
+    weight: float
+    score: int = Field(ge=0)
+    max_score: int = Field(ge=1)
+    level: str = Field(description="The score anchor this score corresponds to.")
+    evidence: list[str] = Field(default_factory=list, description="Exact spans of the answer that earned credit.")
+    found: list[str] = Field(default_factory=list, description="Concept ids evidenced in the answer.")
+    missing: list[str] = Field(default_factory=list, description="What the answer did not cover, readable.")
+    misconceptions: list[MisconceptionFound] = Field(default_factory=list)
+
+
+class PassageCitation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    title: str
+    score: float | None = None
+
+
+class Grade(BaseModel):
+    """A graded answer. ``score`` is 0-10 with one decimal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float = Field(ge=0, le=10)
+    criteria: list[CriterionGrade] = Field(default_factory=list)
+    feedback: str
+    lang: Literal["zh", "en"]
+    flags: list[Flag] = Field(default_factory=list)
+    passages: list[PassageCitation] = Field(default_factory=list)
+    question_id: str | None = None
+    grader: str
+    grader_version: str
+    rubric_version: int | None = None

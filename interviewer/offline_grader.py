@@ -1,0 +1,305 @@
+"""The offline grader: judges an answer against its rubric without any model.
+
+For each criterion it finds where the answer evidences the criterion's concepts (their terms,
+synonyms in either language, or plain-word paraphrases), gives full credit only when the
+concept sits in a sentence that explains something (a bare list of terms earns half), measures
+how much of the criterion's top score anchor the answer covers, and looks for the criterion's
+misconceptions clause by clause (a negated clause, such as a correction, does not count). The
+weighted criterion fractions, less a penalty per misconception, are mapped onto 0-10 by a
+calibration fitted on expert-scored answers (see :mod:`interviewer.calibration`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .answer import Answer, Phrase, Unit, make_phrase
+from .calibration import Calibration
+from .grading import CriterionGrade, Grade, MisconceptionFound, PassageCitation
+from .rubric import Criterion, FollowUp, Lang, Question
+from .segment import Segmenter
+
+GRADER_NAME = "offline"
+GRADER_VERSION = "1"
+
+EXPLAINED_CREDIT = 1.0
+MENTION_CREDIT = 0.5
+PARAPHRASE_COVERAGE = 0.6
+PATTERN_COVERAGE = 0.75
+CLAIM_COVERAGE = 0.8
+
+
+@dataclass(frozen=True)
+class _Concept:
+    id: str
+    label: str
+    terms: tuple[Phrase, ...]
+    paraphrases: tuple[Phrase, ...]
+
+
+@dataclass(frozen=True)
+class _Misconception:
+    source: object  # the rubric's Misconception
+    patterns: tuple[Phrase, ...]
+    claims: tuple[Phrase, ...]
+
+
+@dataclass(frozen=True)
+class _CompiledCriterion:
+    criterion: Criterion
+    concepts: tuple[_Concept, ...]
+    misconceptions: tuple[_Misconception, ...]
+    anchors: tuple[Phrase, ...]  # the top level's anchor, both languages
+
+
+@dataclass
+class CriterionResult:
+    """The grader's working for one criterion, kept for the calibration and the tests."""
+
+    compiled: _CompiledCriterion
+    credit: dict[str, float] = field(default_factory=dict)
+    evidence: list[Unit] = field(default_factory=list)
+    misconceptions: list[tuple[object, Unit]] = field(default_factory=list)
+    concept_coverage: float = 0.0
+    depth: float = 0.0
+    fraction: float = 0.0
+
+
+@dataclass
+class Features:
+    """What the calibration sees: everything is a fraction or a count, never the answer's length."""
+
+    raw: float  # weighted criterion fractions, 0-1
+    misconceptions: int
+    explained: float  # share of concept credit earned in explanatory sentences
+    flags: list[str]
+
+
+class OfflineGrader:
+    """Grades answers to bank questions and follow-ups, and free questions against a reference."""
+
+    name = GRADER_NAME
+    version = GRADER_VERSION
+
+    def __init__(self, segmenter: Segmenter, calibration: Calibration | None = None, titles: dict[str, str] | None = None):
+        self.segmenter = segmenter
+        self.calibration = calibration or Calibration.load()
+        self.titles = titles or {}
+        self._compiled: dict[str, tuple[_CompiledCriterion, ...]] = {}
+
+    # -- rubric phrases, segmented once per criterion --------------------------------------------
+    def _compile(self, key: str, criteria: tuple[Criterion, ...]) -> tuple[_CompiledCriterion, ...]:
+        if key not in self._compiled:
+            self._compiled[key] = self._compile_criteria(criteria)
+        return self._compiled[key]
+
+    def _compile_criteria(self, criteria: tuple[Criterion, ...]) -> tuple[_CompiledCriterion, ...]:
+        phrase = lambda text: make_phrase(self.segmenter, text)  # noqa: E731
+        compiled = []
+        for criterion in criteria:
+            concepts = tuple(
+                _Concept(
+                    id=c.id,
+                    label=c.terms[0],
+                    terms=tuple(p for p in map(phrase, c.terms) if p.tokens),
+                    paraphrases=tuple(p for p in map(phrase, c.paraphrases) if p.tokens),
+                )
+                for c in criterion.concepts
+            )
+            misconceptions = tuple(
+                _Misconception(
+                    source=m,
+                    patterns=tuple(p for p in map(phrase, m.patterns) if p.tokens),
+                    claims=tuple(p for p in (phrase(m.claim.zh), phrase(m.claim.en)) if p.tokens),
+                )
+                for m in criterion.misconceptions
+            )
+            top = criterion.levels[-1]
+            anchors = tuple(p for p in (phrase(top.zh), phrase(top.en)) if p.tokens)
+            compiled.append(_CompiledCriterion(criterion, concepts, misconceptions, anchors))
+        return tuple(compiled)
+
+    # -- public API ------------------------------------------------------------------------------
+    def grade(self, question: Question, answer: str, lang: Lang | None = None) -> Grade:
+        criteria = self._compile(question.id, tuple(question.criteria))
+        return self._grade(answer, criteria, question.id, question.version, question.references, lang)
+
+    def grade_followup(self, question: Question, followup: FollowUp, answer: str, lang: Lang | None = None) -> Grade:
+        criteria = self._compile(f"{question.id}/{followup.id}", tuple(followup.criteria))
+        return self._grade(answer, criteria, f"{question.id}/{followup.id}", question.version, followup.references, lang)
+
+    # -- the work --------------------------------------------------------------------------------
+    def analyse(self, answer: Answer, criteria: tuple[_CompiledCriterion, ...]) -> tuple[list[CriterionResult], Features]:
+        results = [self._criterion(answer, c) for c in criteria]
+        total_weight = sum(r.compiled.criterion.weight for r in results) or 1.0
+        raw = sum(r.compiled.criterion.weight * r.fraction for r in results) / total_weight
+        credit = [v for r in results for v in r.credit.values()]
+        explained = sum(1 for v in credit if v >= EXPLAINED_CREDIT) / len(credit) if credit else 0.0
+        misconceptions = sum(len(r.misconceptions) for r in results)
+        flags = list(answer.flags)
+        if credit and len(credit) >= 3 and explained < 0.34:
+            flags.append("keyword-list")
+        if answer.padding_ratio >= 0.4 and len(answer.sentences) >= 4:
+            flags.append("padding")
+        return results, Features(raw=raw, misconceptions=misconceptions, explained=explained, flags=flags)
+
+    def _criterion(self, answer: Answer, compiled: _CompiledCriterion) -> CriterionResult:
+        result = CriterionResult(compiled)
+        for concept in compiled.concepts:
+            best = 0.0
+            where: Unit | None = None
+            for sentence in answer.unique_sentences:
+                if not self._evidences(concept, sentence):
+                    continue
+                credit = EXPLAINED_CREDIT if sentence.explanatory else MENTION_CREDIT
+                if credit > best:
+                    best, where = credit, sentence
+                if best >= EXPLAINED_CREDIT:
+                    break
+            if where is not None:
+                result.credit[concept.id] = best
+                if where not in result.evidence:
+                    result.evidence.append(where)
+        n = len(compiled.concepts)
+        need = max(1, round(0.75 * n))
+        result.concept_coverage = min(1.0, sum(result.credit.values()) / need)
+        result.depth = self._depth(answer, compiled.anchors)
+        result.misconceptions = self._misconceptions(answer, compiled.misconceptions)
+        fraction = 0.65 * result.concept_coverage + 0.35 * result.depth * min(1.0, result.concept_coverage * 2)
+        if result.misconceptions:
+            fraction = min(fraction, 0.34) * 0.5
+        result.fraction = fraction
+        return result
+
+    @staticmethod
+    def _evidences(concept: _Concept, sentence: Unit) -> bool:
+        for term in concept.terms:
+            if term.coverage(sentence) >= 1.0:
+                return True
+        for paraphrase in concept.paraphrases:
+            covered = paraphrase.coverage(sentence)
+            if covered >= PARAPHRASE_COVERAGE and covered * len(paraphrase.tokens) >= min(2, len(paraphrase.tokens)):
+                return True
+        return False
+
+    @staticmethod
+    def _depth(answer: Answer, anchors: tuple[Phrase, ...]) -> float:
+        if not anchors or not answer.unique_sentences:
+            return 0.0
+        whole = Unit(0, 0, "", tuple(answer.tokens), " ".join(s.norm for s in answer.unique_sentences))
+        return max(anchor.coverage(whole) for anchor in anchors)
+
+    @staticmethod
+    def _misconceptions(answer: Answer, misconceptions: tuple[_Misconception, ...]) -> list[tuple[object, Unit]]:
+        found: list[tuple[object, Unit]] = []
+        for m in misconceptions:
+            hit = OfflineGrader._find_claim(answer, m)
+            if hit is not None:
+                found.append((m.source, hit))
+        return found
+
+    @staticmethod
+    def _find_claim(answer: Answer, m: _Misconception) -> Unit | None:
+        for pattern in m.patterns:
+            threshold = 1.0 if len(pattern.tokens) <= 3 else PATTERN_COVERAGE
+            for unit in answer.clauses:
+                if unit.negated > pattern.negations:
+                    continue
+                if pattern.all_terms_present(unit) and pattern.coverage(unit) >= threshold:
+                    return unit
+        for claim in m.claims:
+            for unit in answer.sentences:
+                if unit.negated > claim.negations:
+                    continue
+                if claim.all_terms_present(unit) and claim.coverage(unit) >= CLAIM_COVERAGE:
+                    return unit
+        return None
+
+    def _grade(
+        self,
+        text: str,
+        criteria: tuple[_CompiledCriterion, ...],
+        question_id: str,
+        rubric_version: int | None,
+        references: list[str],
+        lang: Lang | None,
+    ) -> Grade:
+        answer = Answer.read(text, self.segmenter)
+        language: Lang = lang or ("zh" if answer.lang == "zh" else "en")
+        results, features = self.analyse(answer, criteria)
+        score = 0.0 if {"empty", "no-knowledge"} & set(features.flags) else self.calibration.score(features)
+        graded = [self._criterion_grade(r, language) for r in results]
+        return Grade(
+            score=score,
+            criteria=graded,
+            feedback=self._feedback(score, graded, features, language),
+            lang=language,
+            flags=sorted(set(features.flags)),  # type: ignore[arg-type]
+            passages=[PassageCitation(source=s, title=self.titles.get(s, s)) for s in references],
+            question_id=question_id,
+            grader=GRADER_NAME,
+            grader_version=GRADER_VERSION,
+            rubric_version=rubric_version,
+        )
+
+    @staticmethod
+    def _criterion_grade(result: CriterionResult, lang: Lang) -> CriterionGrade:
+        criterion = result.compiled.criterion
+        top = criterion.max_score
+        if result.misconceptions:
+            score = min(1, round(result.fraction * top))
+        else:
+            score = min(top, int(result.fraction * top + 0.5))
+        level = criterion.levels[score]
+        missing = [
+            concept.label for concept in result.compiled.concepts if result.credit.get(concept.id, 0) < EXPLAINED_CREDIT
+        ]
+        if score < top:
+            missing.append(criterion.levels[min(top, score + 1)].zh if lang == "zh" else criterion.levels[min(top, score + 1)].en)
+        return CriterionGrade(
+            id=criterion.id,
+            description=criterion.description.get(lang),
+            weight=criterion.weight,
+            score=score,
+            max_score=top,
+            level=level.zh if lang == "zh" else level.en,
+            evidence=[u.text for u in result.evidence],
+            found=sorted(result.credit),
+            missing=missing,
+            misconceptions=[
+                MisconceptionFound(
+                    id=m.id,  # type: ignore[attr-defined]
+                    claim=m.claim.get(lang),  # type: ignore[attr-defined]
+                    correction=m.correction.get(lang),  # type: ignore[attr-defined]
+                    evidence=unit.text,
+                )
+                for m, unit in result.misconceptions
+            ],
+        )
+
+    @staticmethod
+    def _feedback(score: float, criteria: list[CriterionGrade], features: Features, lang: Lang) -> str:
+        zh = lang == "zh"
+        parts: list[str] = []
+        if "empty" in features.flags:
+            return "没有作答。" if zh else "No answer was given."
+        if "no-knowledge" in features.flags:
+            return "记为不会。先读下面的参考资料，再来练这道题。" if zh else "Noted as not known. Read the passages below, then practise this question."
+        if "steering-attempt" in features.flags:
+            parts.append("回答中对评分者的指令已被忽略。" if zh else "Instructions addressed to the grader were ignored.")
+        for c in criteria:
+            for m in c.misconceptions:
+                parts.append(f"错误：{m.claim}。更正：{m.correction}" if zh else f"Wrong: {m.claim}. In fact: {m.correction}")
+        strong = [c.description for c in criteria if c.score == c.max_score]
+        if strong:
+            parts.append(("讲到位的：" if zh else "Covered well: ") + ("；".join(strong) if zh else "; ".join(strong)))
+        weak = sorted((c for c in criteria if c.score < c.max_score), key=lambda c: -c.weight * (c.max_score - c.score))
+        for c in weak[:2]:
+            parts.append((f"{c.description}：还需要——{c.missing[-1]}" if zh else f"{c.description}: next, {c.missing[-1]}"))
+        if "keyword-list" in features.flags:
+            parts.append("多数术语只是列出，没有解释机制和原因。" if zh else "Most terms are only listed, not explained.")
+        if "padding" in features.flags:
+            parts.append("重复的内容不会加分。" if zh else "Repeated content earns nothing twice.")
+        if "truncated" in features.flags:
+            parts.append("回答过长，只评了前面部分。" if zh else "The answer was too long; only its beginning was graded.")
+        return "\n".join(parts)
