@@ -47,7 +47,8 @@ _RELATION = re.compile(
 )
 _NEGATION = re.compile(
     r"不是|并非|并不|不会|不能|不需要|没有|而不是|误区|误解|错误|错的|不对|以为|有人说"
-    r"|\b(not|never|no longer|isn'?t|aren'?t|doesn'?t|don'?t|won'?t|cannot|can'?t|myth|misconception|wrong|mistaken?|rather than|instead of)\b",
+    r"|\b(not|never|no longer|isn'?t|aren'?t|doesn'?t|don'?t|won'?t|cannot|can'?t"
+    r"|myth|misconception|wrong|mistaken?|rather than|instead of)\b",
     re.IGNORECASE,
 )
 
@@ -91,6 +92,26 @@ class Phrase:
             return 0.0
         present = sum(1 for t in self.tokens if _present(t, unit))
         return present / len(self.tokens)
+
+    def ordered_coverage(self, unit: Unit) -> float:
+        """Coverage counting only tokens found in the pattern's order (longest common
+        subsequence): "ZeRO-1 shards parameters, ZeRO-3 optimizer states" must not match
+        "ZeRO-1 shards optimizer states, ZeRO-3 parameters", which has the same words."""
+        if not self.tokens:
+            return 0.0
+        previous = [0] * (len(unit.tokens) + 1)
+        for token in self.tokens:
+            current = [0] * (len(unit.tokens) + 1)
+            for j, other in enumerate(unit.tokens, start=1):
+                if other == token or (_HAN.search(token) and len(token) >= 2 and (token in other or other in token)):
+                    current[j] = previous[j - 1] + 1
+                else:
+                    current[j] = max(previous[j], current[j - 1])
+            previous = current
+        found = previous[-1]
+        # a Chinese word jieba cut differently still counts, wherever it is
+        loose = sum(1 for t in self.tokens if t not in unit.token_set and _present(t, unit))
+        return min(len(self.tokens), found + loose) / len(self.tokens)
 
     def all_terms_present(self, unit: Unit) -> bool:
         return all(t in unit.token_set for t in self.tokens if t.startswith(TERM_PREFIX))

@@ -109,9 +109,7 @@ def load_bank(directory: Path, passage_ids: set[str] | None = None) -> Bank:
         path = str(directory / f"{question.id}.yaml")
         for index, ref in enumerate(question.references):
             if ref not in passage_ids:
-                raise BankError(
-                    path, f"reference '{ref}' is not a knowledge passage", question.id, f"references[{index}]"
-                )
+                raise BankError(path, f"reference '{ref}' is not a knowledge passage", question.id, f"references[{index}]")
         for f_index, followup in enumerate(question.followups):
             for index, ref in enumerate(followup.references):
                 if ref not in passage_ids:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
 KNOTS = (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 1.0)
@@ -52,12 +53,21 @@ class Calibration:
 
     @classmethod
     def load(cls, path: Path = CALIBRATION_FILE) -> Calibration:
-        if not path.exists():
-            return cls()
-        return cls(**json.loads(path.read_text(encoding="utf-8")))
+        data = _read(path).get("rubric")
+        return cls(**data) if data else cls()
 
     def save(self, path: Path = CALIBRATION_FILE) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        _write(path, "rubric", asdict(self))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _write(path: Path, section: str, value: dict[str, Any]) -> None:
+    data = _read(path)
+    data[section] = value
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _monotone(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -113,5 +123,50 @@ def fit(features: Sequence[HasFeatures], scores: Sequence[float], label: str) ->
     return calibration
 
 
-def describe(calibration: Calibration) -> dict[str, Any]:
-    return asdict(calibration)
+@dataclass
+class ReferenceCalibration:
+    """Reference-only grading: a ridge regression ``linear = bias + Σ coef·x`` over the reference
+    features, then ``score = g((linear - low) / (high - low))`` with ``g`` monotone piecewise-linear
+    through :data:`KNOTS` (fitted like the rubric calibration)."""
+
+    coefficients: list[float] = field(default_factory=lambda: [10.0] + [0.0] * 12)
+    bias: float = 0.0
+    low: float = 0.0
+    high: float = 10.0
+    values: list[float] = field(default_factory=lambda: [10 * k for k in KNOTS])
+    fitted_on: str = "default"
+
+    def linear(self, vector: Sequence[float]) -> float:
+        return self.bias + float(np.dot(self.coefficients, vector))
+
+    def score(self, vector: Sequence[float]) -> float:
+        z = (min(max(self.linear(vector), self.low), self.high) - self.low) / ((self.high - self.low) or 1.0)
+        return round(max(0.0, min(10.0, float(np.interp(z, KNOTS, self.values)))), 1)
+
+    @classmethod
+    def load(cls, path: Path = CALIBRATION_FILE) -> ReferenceCalibration:
+        data = _read(path).get("reference")
+        return cls(**data) if data else cls()
+
+    def save(self, path: Path = CALIBRATION_FILE) -> None:
+        _write(path, "reference", asdict(self))
+
+
+def fit_reference(vectors: npt.ArrayLike, scores: npt.ArrayLike, label: str) -> ReferenceCalibration:
+    x = np.asarray(vectors, dtype=float)
+    y = np.asarray(scores, dtype=float)
+    design = np.hstack([x, np.ones((len(x), 1))])
+    ridge = 0.1 * np.eye(design.shape[1])
+    ridge[-1, -1] = 0.0  # the bias is not shrunk
+    solution = np.linalg.solve(design.T @ design + ridge, design.T @ y)
+    linear = design @ solution
+    low, high = float(np.percentile(linear, 1)), float(np.percentile(linear, 99))
+    z = (np.clip(linear, low, high) - low) / ((high - low) or 1.0)
+    return ReferenceCalibration(
+        coefficients=[round(float(c), 5) for c in solution[:-1]],
+        bias=round(float(solution[-1]), 5),
+        low=round(low, 5),
+        high=round(high, 5),
+        values=_fit_values(z, y, KNOTS),
+        fitted_on=label,
+    )

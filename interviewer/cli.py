@@ -64,9 +64,7 @@ def _load_bank(settings: Any) -> Any:
 @app.command()
 @clean_errors
 def index(
-    add: Annotated[
-        list[Path] | None, typer.Option("--add", help="Also index this folder of Markdown notes, from now on.")
-    ] = None,
+    add: Annotated[list[Path] | None, typer.Option("--add", help="Also index this folder of Markdown notes, from now on.")] = None,
     rebuild: Annotated[bool, typer.Option(help="Drop the index and embed everything again.")] = False,
 ) -> None:
     """Build or update the knowledge index (only changed files are embedded again)."""
@@ -79,10 +77,7 @@ def index(
         console.print(f"Added {folder} to {add_knowledge_dir(folder)}")
     settings = _settings()
     report = KnowledgeIndex(settings).build(rebuild=rebuild, progress=sys.stderr.isatty())
-    changes = (
-        f"{len(report.added)} added, {len(report.updated)} updated, "
-        f"{len(report.removed)} removed, {report.unchanged} unchanged"
-    )
+    changes = f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, {report.unchanged} unchanged"
     console.print(
         f"Index at {settings.index_dir}: {report.passages} passages; files {changes}; "
         f"{report.embedded} passages embedded in {report.seconds:.2f} s"
@@ -163,6 +158,100 @@ def search(
         console.print(f"[bold]{rank}. {result.source}[/bold]  (score {result.score:.4f})  {result.title}")
         snippet = result.text.replace("\n", " ")
         console.print(f"   {snippet[:240]}{'…' if len(snippet) > 240 else ''}", markup=False)
+
+
+GraderChoice = typer.Option("--grader", help="offline, llm, or auto (the LLM when one is configured).")
+
+
+def _open_input(path: str) -> Any:
+    if path == "-":
+        return sys.stdin
+    file = Path(path)
+    if not file.is_file():
+        raise InterviewerError(f"no such file: {path}")
+    return file.open(encoding="utf-8")
+
+
+def _count_lines(path: str) -> int | None:
+    if path == "-":
+        return None
+    with Path(path).open(encoding="utf-8") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+@app.command()
+@clean_errors
+def grade(
+    source: Annotated[str, typer.Argument(help="JSONL of answers, or - for standard input.")] = "-",
+    grader: Annotated[str, GraderChoice] = "auto",
+    out: Annotated[Path | None, typer.Option("--out", help="Write the graded JSONL here.")] = None,
+) -> None:
+    """Grade answers: each line has answer and question_id (or question, optionally reference)."""
+    from rich.progress import Progress
+
+    from .batch import Graders, grade_line, read_lines
+
+    graders = Graders(_settings())
+    graders.check(grader)
+    total = _count_lines(source)
+    handle = _open_input(source)
+    target = out.open("w", encoding="utf-8") if out else sys.stdout
+    failed = 0
+    try:
+        with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
+            task = bar.add_task("Grading", total=total)
+            for number, value, error in read_lines(handle):
+                result = {"line": number, "error": error} if value is None else grade_line(graders, number, value)
+                failed += "error" in result
+                target.write(json.dumps(result, ensure_ascii=False) + "\n")
+                bar.advance(task)
+    finally:
+        if out:
+            target.close()
+        if handle is not sys.stdin:
+            handle.close()
+    if failed:
+        typer.echo(f"{failed} line(s) could not be graded; see their error field", err=True)
+
+
+@app.command(name="eval")
+@clean_errors
+def eval_(
+    source: Annotated[str, typer.Argument(help="Labelled JSONL: answer, question_id or question, score, kind.")],
+    grader: Annotated[str, GraderChoice] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Measure the grader against expert scores: Pearson, Spearman, QWK, MAE, mean per kind."""
+    from rich.progress import Progress
+
+    from .batch import Graders
+    from .evaluation import evaluate
+
+    graders = Graders(_settings())
+    graders.check(grader)
+    handle = _open_input(source)
+    try:
+        with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
+            task = bar.add_task("Grading", total=_count_lines(source))
+            report = evaluate(graders, handle, progress=lambda: bar.advance(task))
+    finally:
+        if handle is not sys.stdin:
+            handle.close()
+    summary = report.summary()
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        return
+    console.print(
+        f"{summary['graded']} graded ({summary['errors']} errors): Pearson {summary['pearson']}, "
+        f"Spearman {summary['spearman']}, QWK {summary['qwk']}, MAE {summary['mae']}, "
+        f"Spearman with length partialled out {summary['spearman_length_partialled']}"
+    )
+    table = Table(title="Mean score per kind")
+    for column in ("kind", "n", "grader", "expert", "max"):
+        table.add_column(column)
+    for kind, row in summary["by_kind"].items():
+        table.add_row(kind, str(row["n"]), str(row["mean_score"]), str(row["mean_expert"]), str(row["max_score"]))
+    console.print(table)
 
 
 def main() -> None:

@@ -98,9 +98,7 @@ class KnowledgeIndex:
         if kind == "openai":
             endpoint = self.settings.endpoint
             if endpoint.api_key is None:
-                raise KnowledgeIndexError(
-                    "embedding = openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for a non-OpenAI server)"
-                )
+                raise KnowledgeIndexError("embedding = openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for a non-OpenAI server)")
             from chromadb.utils.embedding_functions import OpenAIEmbeddingFunction
 
             # Chroma's function reads the key from the environment variable it is given, so

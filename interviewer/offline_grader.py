@@ -205,13 +205,13 @@ class OfflineGrader:
             for unit in answer.clauses:
                 if unit.negated > pattern.negations:
                     continue
-                if pattern.all_terms_present(unit) and pattern.coverage(unit) >= threshold:
+                if pattern.all_terms_present(unit) and pattern.ordered_coverage(unit) >= threshold:
                     return unit
         for claim in m.claims:
             for unit in answer.sentences:
                 if unit.negated > claim.negations:
                     continue
-                if claim.all_terms_present(unit) and claim.coverage(unit) >= CLAIM_COVERAGE:
+                if claim.all_terms_present(unit) and claim.ordered_coverage(unit) >= CLAIM_COVERAGE:
                     return unit
         return None
 
@@ -246,14 +246,11 @@ class OfflineGrader:
     def _criterion_grade(result: CriterionResult, lang: Lang) -> CriterionGrade:
         criterion = result.compiled.criterion
         top = criterion.max_score
-        if result.misconceptions:
-            score = min(1, round(result.fraction * top))
-        else:
-            score = min(top, int(result.fraction * top + 0.5))
+        # a criterion with a misconception is capped at its lowest non-zero anchor
+        ceiling = 1 if result.misconceptions else top
+        score = min(ceiling, int(result.fraction * top + 0.5))
         level = criterion.levels[score]
-        missing = [
-            concept.label for concept in result.compiled.concepts if result.credit.get(concept.id, 0) < EXPLAINED_CREDIT
-        ]
+        missing = [concept.label for concept in result.compiled.concepts if result.credit.get(concept.id, 0) < EXPLAINED_CREDIT]
         if score < top:
             missing.append(criterion.levels[min(top, score + 1)].zh if lang == "zh" else criterion.levels[min(top, score + 1)].en)
         return CriterionGrade(
@@ -284,7 +281,11 @@ class OfflineGrader:
         if "empty" in features.flags:
             return "没有作答。" if zh else "No answer was given."
         if "no-knowledge" in features.flags:
-            return "记为不会。先读下面的参考资料，再来练这道题。" if zh else "Noted as not known. Read the passages below, then practise this question."
+            return (
+                "记为不会。先读下面的参考资料，再来练这道题。"
+                if zh
+                else "Noted as not known. Read the passages below, then practise this question."
+            )
         if "steering-attempt" in features.flags:
             parts.append("回答中对评分者的指令已被忽略。" if zh else "Instructions addressed to the grader were ignored.")
         for c in criteria:
@@ -295,7 +296,7 @@ class OfflineGrader:
             parts.append(("讲到位的：" if zh else "Covered well: ") + ("；".join(strong) if zh else "; ".join(strong)))
         weak = sorted((c for c in criteria if c.score < c.max_score), key=lambda c: -c.weight * (c.max_score - c.score))
         for c in weak[:2]:
-            parts.append((f"{c.description}：还需要——{c.missing[-1]}" if zh else f"{c.description}: next, {c.missing[-1]}"))
+            parts.append(f"{c.description}：还需要——{c.missing[-1]}" if zh else f"{c.description}: next, {c.missing[-1]}")
         if "keyword-list" in features.flags:
             parts.append("多数术语只是列出，没有解释机制和原因。" if zh else "Most terms are only listed, not explained.")
         if "padding" in features.flags:

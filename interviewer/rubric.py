@@ -57,9 +57,7 @@ class Concept(Strict):
     terms: list[NonEmpty] = Field(
         min_length=1, description="Names, synonyms and abbreviations in both languages (e.g. ZeRO-3, FSDP, 参数切分)."
     )
-    paraphrases: list[NonEmpty] = Field(
-        default_factory=list, description="Plain-word ways a candidate may say it without the jargon."
-    )
+    paraphrases: list[NonEmpty] = Field(default_factory=list, description="Plain-word ways a candidate may say it without the jargon.")
 
 
 class Misconception(Strict):
@@ -68,9 +66,7 @@ class Misconception(Strict):
     id: Identifier
     claim: Text = Field(description="The wrong statement, stated precisely (e.g. 'ZeRO-1 shards the parameters').")
     correction: Text = Field(description="What is true instead, and why.")
-    patterns: list[NonEmpty] = Field(
-        default_factory=list, description="Phrasings by which a candidate typically makes this claim."
-    )
+    patterns: list[NonEmpty] = Field(default_factory=list, description="Phrasings by which a candidate typically makes this claim.")
 
 
 class Criterion(Strict):

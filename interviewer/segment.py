@@ -55,11 +55,21 @@ def _stem(word: str) -> str:
     return word
 
 
+_STOPWORDS_STEMMED = STOPWORDS | {_stem(word) for word in STOPWORDS}
+
+
 class Segmenter:
     """Turns text into tokens. Build once and reuse: jieba's dictionary load costs ~0.6 s."""
 
     def __init__(self, glossary: Glossary):
         self.glossary = glossary
+
+    @property
+    def jieba_tokenizer(self) -> jieba.Tokenizer:
+        """The initialised jieba tokenizer (its ``FREQ`` table weighs words by rarity)."""
+        tokenizer = self._jieba
+        tokenizer.check_initialized()
+        return tokenizer
 
     @cached_property
     def _jieba(self) -> jieba.Tokenizer:
@@ -86,7 +96,7 @@ class Segmenter:
         return phrases
 
     def _raw_tokens(self, normalised: str) -> list[str]:
-        return [t for t in self._jieba.cut(normalised, HMM=False) if _WORD.search(t)]
+        return [_stem(t) for t in self._jieba.cut(normalised, HMM=False) if _WORD.search(t)]
 
     def tokens(self, text: str) -> list[str]:
         """Content tokens: term tokens (``@id``), Chinese words and stemmed English words."""
@@ -103,8 +113,8 @@ class Segmenter:
                     break
             else:
                 word = raw[i]
-                if word not in STOPWORDS:
-                    out.append(_stem(word))
+                if word not in _STOPWORDS_STEMMED:
+                    out.append(word)
                 i += 1
         return out
 

@@ -52,9 +52,7 @@ class EndpointSettings(BaseSettings):
 class IndexSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    extra_dirs: list[Path] = Field(
-        default_factory=list, description="Folders of the user's own Markdown notes indexed beside knowledge/."
-    )
+    extra_dirs: list[Path] = Field(default_factory=list, description="Folders of the user's own Markdown notes indexed beside knowledge/.")
     embedding: Literal["offline", "openai"] = Field(
         default="offline",
         description="offline: the bundled bilingual concept-hashing embedding (no download); "
@@ -87,6 +85,12 @@ def settings_file() -> Path:
     return default_home() / SETTINGS_FILE
 
 
+class InterviewSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_followups: int = Field(default=2, ge=0, le=4, description="Follow-ups asked at most per question.")
+
+
 class Settings(BaseSettings):
     """Precedence: arguments, then environment, then ``<home>/settings.toml``, then defaults."""
 
@@ -111,6 +115,7 @@ class Settings(BaseSettings):
     knowledge_dir: Path = Field(default=PROJECT_ROOT / "knowledge", description="The shipped knowledge base.")
     index: IndexSettings = Field(default_factory=IndexSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    interview: InterviewSettings = Field(default_factory=InterviewSettings)
     endpoint: EndpointSettings = Field(default_factory=EndpointSettings, exclude=True)
 
     @property

@@ -46,9 +46,7 @@ def test_added_changed_and_deleted_files_update_the_index(tmp_path: Path, small_
     home = tmp_path / "home"
     _index(home, small_knowledge).build()
 
-    (small_knowledge / "extra.md").write_text(
-        "# 新文档\n## 环形 all-reduce {#ring}\n" + "环形算法。" * 40, encoding="utf-8"
-    )
+    (small_knowledge / "extra.md").write_text("# 新文档\n## 环形 all-reduce {#ring}\n" + "环形算法。" * 40, encoding="utf-8")
     report = _index(home, small_knowledge).build()
     assert report.added == ["extra.md"] and report.embedded == 1 and report.unchanged == 2
 
@@ -80,8 +78,7 @@ def test_user_folders_are_indexed_with_their_own_prefix(tmp_path: Path, small_kn
     notes = tmp_path / "my-notes"
     notes.mkdir()
     (notes / "nccl.md").write_text(
-        "# NCCL notes\n## Ring versus tree\n"
-        "Ring all-reduce moves 2(N-1)/N of the data per GPU; tree has log N latency.\n",
+        "# NCCL notes\n## Ring versus tree\nRing all-reduce moves 2(N-1)/N of the data per GPU; tree has log N latency.\n",
         encoding="utf-8",
     )
     index = _index(tmp_path / "home", small_knowledge, extra=[notes])
@@ -122,9 +119,7 @@ def test_a_reopened_store_works_in_a_fresh_process_without_downloading(tmp_path:
     env = dict(os.environ)
     # Any download attempt would go through this dead proxy and fail at once.
     env.update(HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", HF_HUB_OFFLINE="1")
-    done = subprocess.run(
-        [sys.executable, "-c", REOPEN, str(home / "index")], capture_output=True, text=True, env=env, timeout=120
-    )
+    done = subprocess.run([sys.executable, "-c", REOPEN, str(home / "index")], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["ef"] == "interviewer-concept-hash"
