@@ -19,7 +19,10 @@ _SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?")
 _CLAUSE = re.compile(r"[^，,、：:。！？!?；;\n]+")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
-_NUMBER = re.compile(r"\d")
+_QUANTITY = re.compile(
+    r"(?<![A-Za-z0-9\-_.])\d+(\.\d+)?\s*(%|倍|x|×|字节|bytes?|gb|mb|kb|tb|ms|µs|us|s\b|秒|分钟|个|次|路|way|cycles?|周期|Ψ|ψ)",
+    re.IGNORECASE,
+)
 
 # Text addressed to the grader rather than the interviewer. Such sentences are removed before
 # grading, so they can neither earn nor cost points, and the grade is flagged.
@@ -46,8 +49,8 @@ _RELATION = re.compile(
     re.IGNORECASE,
 )
 _NEGATION = re.compile(
-    r"不是|并非|并不|不会|不能|不需要|没有|而不是|误区|误解|错误|错的|不对|以为|有人说"
-    r"|\b(not|never|no longer|isn'?t|aren'?t|doesn'?t|don'?t|won'?t|cannot|can'?t"
+    r"不是|并非|并不|不会|不能|不需要|没有|而不是|误区|误解|错误|错的|不对|以为|有人说|无(?=[\u4e00-\u9fff])"
+    r"|\b(not|no|never|without|no longer|isn'?t|aren'?t|doesn'?t|don'?t|won'?t|cannot|can'?t"
     r"|myth|misconception|wrong|mistaken?|rather than|instead of)\b",
     re.IGNORECASE,
 )
@@ -71,8 +74,12 @@ class Unit:
     def explanatory(self) -> bool:
         """Says something about the terms, rather than only naming them."""
         words = [t for t in self.tokens if not t.startswith(TERM_PREFIX)]
-        has_relation = bool(_RELATION.search(self.text)) or bool(_NUMBER.search(self.text))
-        return len(self.tokens) >= 5 and len(words) >= 2 and has_relation
+        has_relation = bool(_RELATION.search(self.text)) or bool(_QUANTITY.search(self.text))
+        if not (len(self.tokens) >= 5 and len(words) >= 2 and has_relation):
+            return False
+        # a comma-separated run of bare terms is a list, however long
+        parts = [p for p in _CLAUSE.findall(self.text) if p.strip()]
+        return not (len(parts) >= 4 and sum(len(p.strip()) <= 14 for p in parts) / len(parts) >= 0.8)
 
     @cached_property
     def negated(self) -> int:
@@ -126,6 +133,19 @@ def _present(token: str, unit: Unit) -> bool:
 
 def make_phrase(segmenter: Segmenter, text: str) -> Phrase:
     return Phrase(text=text, tokens=tuple(dict.fromkeys(segmenter.tokens(text))), negations=len(_NEGATION.findall(text)))
+
+
+_VOWELS = re.compile(r"[aeiouy]")
+_CONSONANT_RUN = re.compile(r"[b-df-hj-np-tv-xz]{5,}")
+
+
+def _implausible(word: str, dictionary: dict[str, int]) -> bool:
+    if _HAN.search(word):
+        # a run of Chinese characters that jieba could not cut into dictionary words
+        return len(word) == 1 and dictionary.get(word, 0) < 50
+    if word.isdigit():
+        return False
+    return len(word) >= 4 and (not _VOWELS.search(word) or bool(_CONSONANT_RUN.search(word)))
 
 
 def detect_language(text: str) -> str:
@@ -204,6 +224,16 @@ class Answer:
             seen.add(key)
             unique.append(sentence)
         return unique
+
+    @cached_property
+    def gibberish(self) -> bool:
+        """Mostly strings that are no words: keyboard mashing, random characters."""
+        words = [t for t in self.tokens if not t.startswith("@")]
+        if not words or len(words) != len(self.tokens):
+            return False
+        dictionary = self.segmenter.jieba_tokenizer.FREQ
+        implausible = sum(1 for w in words if _implausible(w, dictionary))
+        return implausible / len(words) >= 0.6
 
     @cached_property
     def padding_ratio(self) -> float:

@@ -80,7 +80,7 @@ class Graders:
 
     @cached_property
     def offline(self) -> OfflineGrader:
-        return OfflineGrader(self.segmenter, titles=self.titles)
+        return OfflineGrader(self.segmenter, titles=self.titles, bank=self.bank)
 
     @cached_property
     def reference(self) -> ReferenceGrader:

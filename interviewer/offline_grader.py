@@ -11,9 +11,13 @@ calibration fitted on expert-scored answers (see :mod:`interviewer.calibration`)
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .answer import Answer, Phrase, Unit, make_phrase
+from .bank import Bank
 from .calibration import Calibration
 from .grading import CriterionGrade, Grade, MisconceptionFound, PassageCitation
 from .rubric import Criterion, FollowUp, Lang, Question
@@ -27,6 +31,11 @@ MENTION_CREDIT = 0.5
 PARAPHRASE_COVERAGE = 0.6
 PATTERN_COVERAGE = 0.75
 CLAIM_COVERAGE = 0.8
+# Off-topic: the answer's (rarity-weighted) words mostly belong to another question of the bank.
+OFF_TOPIC_RELEVANCE = 0.3
+OFF_TOPIC_MARGIN = 0.2
+UNRELATED_RELEVANCE = 0.12
+OFF_TOPIC_CAP = 1.0
 
 
 @dataclass(frozen=True)
@@ -81,10 +90,19 @@ class OfflineGrader:
     name = GRADER_NAME
     version = GRADER_VERSION
 
-    def __init__(self, segmenter: Segmenter, calibration: Calibration | None = None, titles: dict[str, str] | None = None):
+    def __init__(
+        self,
+        segmenter: Segmenter,
+        calibration: Calibration | None = None,
+        titles: dict[str, str] | None = None,
+        bank: Bank | None = None,
+    ):
         self.segmenter = segmenter
         self.calibration = calibration or Calibration.load()
         self.titles = titles or {}
+        self.bank = bank
+        self._vocabularies: dict[str, frozenset[str]] | None = None
+        self._rarity: dict[str, float] = {}
         self._compiled: dict[str, tuple[_CompiledCriterion, ...]] = {}
 
     # -- rubric phrases, segmented once per criterion --------------------------------------------
@@ -118,6 +136,38 @@ class OfflineGrader:
             anchors = tuple(p for p in (phrase(top.zh), phrase(top.en)) if p.tokens)
             compiled.append(_CompiledCriterion(criterion, concepts, misconceptions, anchors))
         return tuple(compiled)
+
+    # -- what each question is about ----------------------------------------------------------
+    def vocabularies(self) -> dict[str, frozenset[str]]:
+        """Every bank question's words (question, reference answer, rubric, follow-ups)."""
+        if self._vocabularies is None:
+            self._vocabularies = {}
+            if self.bank is not None:
+                for question in self.bank.questions:
+                    self._vocabularies[question.id] = frozenset(t for text in _texts(question) for t in self.segmenter.tokens(text))
+            frequency = Counter(t for words in self._vocabularies.values() for t in words)
+            n = len(self._vocabularies)
+            self._rarity = {t: math.log((n + 1) / (f + 0.5)) for t, f in frequency.items()}
+        return self._vocabularies
+
+    def relevance(self, tokens: set[str], question_id: str) -> float:
+        """Share of the answer's words (weighted by how few questions use them) that belong to
+        the question's own vocabulary."""
+        words = self.vocabularies().get(question_id)
+        if not words or not tokens:
+            return 1.0
+        default = math.log(len(self._vocabularies or {}) + 2)
+        total = sum(self._rarity.get(t, default) for t in tokens)
+        return sum(self._rarity.get(t, default) for t in tokens if t in words) / total if total else 1.0
+
+    def off_topic(self, tokens: set[str], question_id: str) -> bool:
+        if self.bank is None or question_id not in self.vocabularies():
+            return False
+        own = self.relevance(tokens, question_id)
+        if own < UNRELATED_RELEVANCE:
+            return True
+        best_other = max((self.relevance(tokens, q) for q in self.vocabularies() if q != question_id), default=0.0)
+        return own < OFF_TOPIC_RELEVANCE and best_other - own >= OFF_TOPIC_MARGIN
 
     # -- public API ------------------------------------------------------------------------------
     def grade(self, question: Question, answer: str, lang: Lang | None = None) -> Grade:
@@ -227,7 +277,16 @@ class OfflineGrader:
         answer = Answer.read(text, self.segmenter)
         language: Lang = lang or ("zh" if answer.lang == "zh" else "en")
         results, features = self.analyse(answer, criteria)
-        score = 0.0 if {"empty", "no-knowledge"} & set(features.flags) else self.calibration.score(features)
+        if answer.sentences and self.off_topic(set(answer.tokens), question_id.split("/")[0]):
+            features.flags.append("off-topic")
+        if answer.gibberish:
+            features.flags.append("gibberish")
+        if {"empty", "no-knowledge", "gibberish"} & set(features.flags):
+            score = 0.0
+        elif "off-topic" in features.flags:
+            score = min(OFF_TOPIC_CAP, self.calibration.score(features))
+        else:
+            score = self.calibration.score(features)
         graded = [self._criterion_grade(r, language) for r in results]
         return Grade(
             score=score,
@@ -304,3 +363,16 @@ class OfflineGrader:
         if "truncated" in features.flags:
             parts.append("回答过长，只评了前面部分。" if zh else "The answer was too long; only its beginning was graded.")
         return "\n".join(parts)
+
+
+def _texts(question: Question) -> Iterator[str]:
+    yield from (question.question.zh, question.question.en, question.reference_answer.zh, question.reference_answer.en)
+    for criterion in [*question.criteria, *(c for f in question.followups for c in f.criteria)]:
+        yield from (criterion.description.zh, criterion.description.en)
+        for level in criterion.levels:
+            yield from (level.zh, level.en)
+        for concept in criterion.concepts:
+            yield from concept.terms
+            yield from concept.paraphrases
+    for followup in question.followups:
+        yield from (followup.question.zh, followup.question.en)

@@ -66,3 +66,57 @@ def test_errors_are_one_line_and_a_non_zero_exit(args: list[str], env: dict[str,
     assert message in result.stderr
     assert "Traceback" not in result.output
     assert result.stderr.strip().count("\n") == 0
+
+
+def test_grade_writes_one_line_per_input_and_reports_bad_lines(tmp_path: Path) -> None:
+    source = tmp_path / "answers.jsonl"
+    lines = [
+        json.dumps({"id": "a", "question_id": "q02", "answer": "ZeRO-1 切分优化器状态，ZeRO-2 再切梯度，ZeRO-3 再切参数。"}),
+        "{not json",
+        json.dumps({"id": "c", "answer": "no question here"}),
+        json.dumps({"id": "d", "question_id": "q99", "answer": "x"}),
+        "",
+        json.dumps({"id": "e", "question": "什么是链表", "answer": "用指针串起来的结点", "reference": "链表是用指针连接结点的线性表"}),
+    ]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "graded.jsonl"
+    result = runner.invoke(app, ["grade", str(source), "--out", str(out), "--grader", "offline"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 5
+    assert rows[0]["id"] == "a" and rows[0]["answer"].startswith("ZeRO-1") and 0 <= rows[0]["grade"]["score"] <= 10
+    assert {"score", "criteria", "feedback", "grader"} <= set(rows[0]["grade"])
+    assert rows[1]["line"] == 2 and "not valid JSON" in rows[1]["error"]
+    assert rows[2]["id"] == "c" and "question_id" in rows[2]["error"]
+    assert rows[3]["id"] == "d" and "q99" in rows[3]["error"]
+    assert rows[4]["id"] == "e" and rows[4]["grade"]["grader"] == "offline-reference"
+    assert "3 line(s) could not be graded" in result.stderr
+
+
+def test_grade_reads_standard_input() -> None:
+    line = json.dumps({"question_id": "q05", "answer": "我不知道"})
+    result = runner.invoke(app, ["grade", "-"], input=line + "\n")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["grade"]["score"] == 0
+
+
+def test_eval_prints_agreement_figures(tmp_path: Path) -> None:
+    source = tmp_path / "labelled.jsonl"
+    good = "ZeRO-1 切分优化器状态，每卡 4Ψ+12Ψ/N_d；ZeRO-2 再切梯度；ZeRO-3 再切参数，通信约 3Ψ，是数据并行的 1.5 倍，靠预取和重叠隐藏。"
+    rows = [
+        {"question_id": "q02", "kind": "good", "score": 9, "answer": good},
+        {"question_id": "q02", "kind": "bad", "score": 1, "answer": "ZeRO 是个框架。"},
+        {"question_id": "q02", "kind": "bad", "score": 0, "answer": "我不知道"},
+    ]
+    source.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(source), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["graded"] == 3
+    assert {"pearson", "spearman", "qwk", "mae", "by_kind"} <= set(summary)
+    assert summary["by_kind"]["good"]["mean_score"] > summary["by_kind"]["bad"]["mean_score"]
+
+
+def test_the_llm_grader_is_refused_clearly_until_it_exists() -> None:
+    result = runner.invoke(app, ["grade", "-", "--grader", "llm"], input="")
+    assert result.exit_code == 1 and "--grader offline" in result.stderr

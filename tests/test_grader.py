@@ -1,0 +1,158 @@
+"""The offline grader against the kinds of answers real candidates (and real users) give."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from interviewer.batch import Graders
+from interviewer.grading import Grade
+from interviewer.settings import PROJECT_ROOT, Settings
+
+ANSWERS = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "answers.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def graders() -> Graders:
+    return Graders(Settings())
+
+
+def grade(graders: Graders, question_id: str, answer: str) -> Grade:
+    return graders.offline.grade(graders.bank.get(question_id), answer)
+
+
+def assert_quotes_are_exact(result: Grade, answer: str) -> None:
+    for criterion in result.criteria:
+        for span in criterion.evidence:
+            assert span in answer, f"evidence not in the answer: {span!r}"
+        for found in criterion.misconceptions:
+            assert found.evidence in answer
+
+
+@pytest.mark.parametrize(
+    ("key", "question_id", "low", "high"),
+    [
+        ("expert_zh_q02", "q02", 7.5, 10),
+        ("mixed_q02", "q02", 6.5, 10),
+        ("plain_en_q02", "q02", 6.0, 10),
+        ("expert_en_q07", "q07", 7.5, 10),
+        ("keywords_q02", "q02", 0, 2.5),
+        ("misconception_q02", "q02", 0, 4),
+        ("padding_q02", "q02", 0, 3),
+        ("steering_q02", "q02", 0, 2.5),
+        ("weak_q02", "q02", 0, 3),
+    ],
+)
+def test_score_bands_by_kind_of_answer(graders: Graders, key: str, question_id: str, low: float, high: float) -> None:
+    answer = ANSWERS[key]
+    result = grade(graders, question_id, answer)
+    assert low <= result.score <= high, (key, result.score, result.flags)
+    assert_quotes_are_exact(result, answer)
+    assert result.grader == "offline" and result.rubric_version == graders.bank.get(question_id).version
+
+
+def test_a_strong_answer_beats_a_keyword_list_with_the_same_terms(graders: Graders) -> None:
+    strong = grade(graders, "q02", ANSWERS["expert_zh_q02"])
+    listed = grade(graders, "q02", ANSWERS["keywords_q02"])
+    assert "keyword-list" in listed.flags
+    assert strong.score - listed.score >= 4
+
+
+def test_misconceptions_are_named_and_corrected(graders: Graders) -> None:
+    result = grade(graders, "q02", ANSWERS["misconception_q02"])
+    found = {m.id: m for c in result.criteria for m in c.misconceptions}
+    assert "stages-reversed" in found
+    assert found["stages-reversed"].correction
+    assert "ZeRO-1" in result.feedback and "更正" in result.feedback
+
+
+def test_a_correction_of_a_misconception_is_not_one(graders: Graders) -> None:
+    answer = "注意 ZeRO-1 并不是切分模型参数，ZeRO-1 切的是优化器状态，ZeRO-3 才切参数。"
+    result = grade(graders, "q02", answer)
+    assert not [m for c in result.criteria for m in c.misconceptions]
+
+
+def test_the_same_words_in_the_wrong_roles_are_a_misconception(graders: Graders) -> None:
+    right = grade(graders, "q02", "ZeRO-1 切分优化器状态，ZeRO-2 再切梯度，ZeRO-3 再切参数。")
+    wrong = grade(graders, "q02", "ZeRO-1 切分模型参数，ZeRO-2 再切梯度，ZeRO-3 才切分优化器状态。")
+    assert not [m for c in right.criteria for m in c.misconceptions]
+    assert "stages-reversed" in {m.id for c in wrong.criteria for m in c.misconceptions}
+
+
+def test_steering_text_has_no_effect(graders: Graders) -> None:
+    steered = grade(graders, "q02", ANSWERS["steering_q02"])
+    plain = grade(graders, "q02", ANSWERS["weak_q02"])
+    assert "steering-attempt" in steered.flags
+    assert steered.score == plain.score
+    assert "忽略" in steered.feedback
+
+
+def test_a_good_answer_to_another_question_scores_near_zero(graders: Graders) -> None:
+    result = grade(graders, "q07", ANSWERS["expert_zh_q02"])
+    assert "off-topic" in result.flags and result.score <= 1
+
+
+def test_english_answer_to_a_chinese_question_gets_english_feedback(graders: Graders) -> None:
+    result = grade(graders, "q07", ANSWERS["expert_en_q07"])
+    assert result.lang == "en"
+    assert all(c.description == graders.bank.get("q07").criterion(c.id).description.en for c in result.criteria)
+
+
+@pytest.mark.parametrize(
+    ("answer", "flag"),
+    [
+        ("", "empty"),
+        ("   \n  ", "empty"),
+        ("我不知道", "no-knowledge"),
+        ("I don't know, sorry.", "no-knowledge"),
+        ("qwrtp zxcvb mnbvc lkjhg", "gibberish"),
+    ],
+    ids=["empty", "blank", "idk-zh", "idk-en", "gibberish"],
+)
+def test_answers_with_nothing_to_grade_score_zero(graders: Graders, answer: str, flag: str) -> None:
+    result = grade(graders, "q05", answer)
+    assert result.score == 0 and flag in result.flags
+    assert result.feedback
+
+
+def test_a_huge_paste_is_graded_on_its_beginning(graders: Graders) -> None:
+    answer = ANSWERS["expert_zh_q02"] + "\n" + "填充内容。" * 30_000
+    assert len(answer) > 100_000
+    result = grade(graders, "q02", answer)
+    assert "truncated" in result.flags
+    assert result.score >= 5
+
+
+def test_grading_is_deterministic(graders: Graders) -> None:
+    first = [grade(graders, "q02", text).model_dump() for text in ANSWERS.values()]
+    fresh = Graders(Settings())
+    second = [fresh.offline.grade(fresh.bank.get("q02"), text).model_dump() for text in ANSWERS.values()]
+    assert first == second
+
+
+def test_feedback_speaks_the_answers_language(graders: Graders) -> None:
+    assert grade(graders, "q02", ANSWERS["expert_zh_q02"]).lang == "zh"
+    assert grade(graders, "q02", ANSWERS["plain_en_q02"]).lang == "en"
+
+
+def test_followup_answers_are_graded_by_the_followups_own_criteria(graders: Graders) -> None:
+    question = graders.bank.get("q02")
+    followup = next(f for f in question.followups if f.from_seed)
+    answer = (
+        "ZeRO-3 要把参数的 all-gather 藏起来：按记录的执行顺序预取下一层的参数，"
+        "在单独的 CUDA stream 上发起 all-gather，和当前层的计算重叠；用 prefetch bucket 控制预取量，"
+        "小参数设 persistence threshold 常驻不切，参数放在连续内存里减少碎片和拷贝。"
+    )
+    result = graders.offline.grade_followup(question, followup, answer)
+    assert {c.id for c in result.criteria} == {c.id for c in followup.criteria}
+    assert result.question_id == f"q02/{followup.id}"
+    assert result.score >= 5
+
+
+def test_reference_only_grading_orders_answers(graders: Graders) -> None:
+    reference = "链表是一种链式存储的线性表，每个结点通过指针指向下一个结点，插入和删除只需修改相邻结点的指针，不需要移动元素。"
+    good = graders.reference.grade("什么是链表", "链表用指针把结点串起来，插入删除时改一下指针就行，不用移动其他元素。", [reference])
+    poor = graders.reference.grade("什么是链表", "链表就是数组。", [reference])
+    empty = graders.reference.grade("什么是链表", "", [reference])
+    assert good.score > poor.score > empty.score == 0
+    assert good.grader == "offline-reference" and good.criteria == []
