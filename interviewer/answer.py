@@ -17,6 +17,7 @@ GRADING_LIMIT = 20_000  # characters read; a longer paste is graded on its begin
 
 _SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?")
 _CLAUSE = re.compile(r"[^，,、：:。！？!?；;\n]+")
+_LIST_SPLIT = re.compile(r"[，,、/／;；]|→|->|\+")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
 _QUANTITY = re.compile(
@@ -65,6 +66,7 @@ class Unit:
     text: str  # exact substring of the answer
     tokens: tuple[str, ...]
     norm: str  # NFKC + case-folded text, for substring tests on Chinese words
+    parts: tuple[tuple[str, ...], ...] = ()  # tokens of each comma/slash/arrow-separated part
 
     @cached_property
     def token_set(self) -> frozenset[str]:
@@ -77,9 +79,15 @@ class Unit:
         has_relation = bool(_RELATION.search(self.text)) or bool(_QUANTITY.search(self.text))
         if not (len(self.tokens) >= 5 and len(words) >= 2 and has_relation):
             return False
-        # a comma-separated run of bare terms is a list, however long
-        parts = [p for p in _CLAUSE.findall(self.text) if p.strip()]
-        return not (len(parts) >= 4 and sum(len(p.strip()) <= 14 for p in parts) / len(parts) >= 0.8)
+        return not self.is_list
+
+    @cached_property
+    def is_list(self) -> bool:
+        """A run of bare terms separated by commas, slashes or arrows, however long."""
+        if len(self.parts) < 4:
+            return False
+        bare = sum(len(tokens) <= 2 or all(t.startswith(TERM_PREFIX) for t in tokens) for tokens in self.parts)
+        return bare / len(self.parts) >= 0.7
 
     @cached_property
     def negated(self) -> int:
@@ -202,7 +210,8 @@ class Answer:
         return answer
 
     def _unit(self, start: int, text: str) -> Unit:
-        return Unit(start, start + len(text), text, tuple(self.segmenter.tokens(text)), normalise(text))
+        parts = tuple(tuple(self.segmenter.tokens(part)) for part in _LIST_SPLIT.split(text) if part.strip())
+        return Unit(start, start + len(text), text, tuple(self.segmenter.tokens(text)), normalise(text), parts)
 
     @cached_property
     def tokens(self) -> list[str]:

@@ -1,0 +1,134 @@
+"""Grading quality and speed of the offline grader.
+
+    python benchmarks/bench_grader.py [--speed/--no-speed]
+
+Quality: agreement with expert scores on the development set (../shared/eval/dev-answers.jsonl,
+in-sample: the calibration was fitted on it; `python -m interviewer.calibrate` prints the
+leave-one-question-out figures), on the challenge answers in benchmarks/challenge-answers.jsonl
+(written for this project, never used for fitting), per kind against the targets, and
+reference-only grading on zh-ads (../shared/eval/external/zh-ads/, skipped when absent).
+Speed: one grade after warm-up (p50, p95), and `interviewer grade` on 1,000 answers as a process:
+throughput and peak memory (ru_maxrss).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import typer
+
+from interviewer import metrics
+from interviewer.batch import Graders, grade_line
+from interviewer.settings import PROJECT_ROOT, Settings
+
+SHARED = PROJECT_ROOT.parent / "shared" / "eval"
+DEV = SHARED / "dev-answers.jsonl"
+ZH_ADS = SHARED / "external" / "zh-ads" / "train.jsonl"
+CHALLENGE = PROJECT_ROOT / "benchmarks" / "challenge-answers.jsonl"
+TARGETS = {  # kind -> (lowest allowed mean, highest allowed mean)
+    "keyword-list": (None, 2.0),
+    "off-topic": (None, 2.0),
+    "steering": (None, 2.0),
+    "misconception": (None, 4.0),
+    "plain-words": (6.0, None),
+}
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def agreement(graders: Graders, data: list[dict], label: str) -> list[float]:
+    predicted = [grade_line(graders, i, r)["grade"]["score"] for i, r in enumerate(data, start=1)]
+    expert = [float(r["score"]) for r in data]
+    lengths = [len(r["answer"]) for r in data]
+    print(
+        f"{label}: n={len(data)}  Pearson {metrics.pearson(predicted, expert):.3f}  Spearman {metrics.spearman(predicted, expert):.3f}  "
+        f"QWK {metrics.quadratic_weighted_kappa(predicted, expert):.3f}  MAE {metrics.mean_absolute_error(predicted, expert):.2f}  "
+        f"Spearman|length {metrics.partial_spearman(predicted, expert, lengths):.3f}"
+    )
+    kinds: dict[str, list[tuple[float, float]]] = {}
+    for row, p in zip(data, predicted, strict=True):
+        kinds.setdefault(row.get("kind", "all"), []).append((p, float(row["score"])))
+    for kind, pairs in sorted(kinds.items()):
+        scores = [p for p, _ in pairs]
+        low, high = TARGETS.get(kind, (None, None))
+        verdict = ""
+        if high is not None:
+            verdict = f"  target: mean <= {high}: {'met' if sum(scores) / len(scores) <= high else 'NOT met'}"
+        if low is not None:
+            verdict = f"  target: mean >= {low}: {'met' if sum(scores) / len(scores) >= low else 'NOT met'}"
+        print(
+            f"   {kind:15s} n={len(pairs):2d}  mean {sum(scores) / len(scores):4.1f} (expert {sum(e for _, e in pairs) / len(pairs):4.1f})"
+            f"  min {min(scores):4.1f}  max {max(scores):4.1f}{verdict}"
+        )
+    return predicted
+
+
+def reference_only(graders: Graders) -> None:
+    if not ZH_ADS.exists():
+        print("zh-ads: skipped (not found)")
+        return
+    data = rows(ZH_ADS)
+    predicted, expert = [], []
+    for i, row in enumerate(data, start=1):
+        predicted.append(grade_line(graders, i, {**row, "question": row["question"]})["grade"]["score"])
+        expert.append(float(row["score"]))
+    print(
+        f"zh-ads reference-only (in-sample fit): n={len(data)}  Pearson {metrics.pearson(predicted, expert):.3f}  "
+        f"Spearman {metrics.spearman(predicted, expert):.3f}  QWK {metrics.quadratic_weighted_kappa(predicted, expert):.3f}"
+    )
+
+
+def speed(graders: Graders) -> None:
+    data = rows(DEV) if DEV.exists() else rows(CHALLENGE)
+    for row in data[:20]:
+        graders.offline.grade(graders.bank.get(row["question_id"]), row["answer"])
+    times = []
+    for _ in range(3):
+        for row in data:
+            started = time.perf_counter()
+            graders.offline.grade(graders.bank.get(row["question_id"]), row["answer"])
+            times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    print(f"one grade after warm-up: p50 {times[len(times) // 2]:.1f} ms, p95 {times[int(0.95 * len(times))]:.1f} ms (n={len(times)})")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "answers.jsonl"
+        with source.open("w", encoding="utf-8") as out:
+            for i in range(1000):
+                row = data[i % len(data)]
+                out.write(json.dumps({"id": i, "question_id": row["question_id"], "answer": row["answer"]}, ensure_ascii=False) + "\n")
+        env = {**os.environ, "INTERVIEWER_HOME": tmp}
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "interviewer.cli", "grade", str(source), "--out", str(Path(tmp) / "out.jsonl"), "--grader", "offline"],
+            check=True,
+            env=env,
+        )
+        elapsed = time.perf_counter() - started
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(
+        f"`interviewer grade` on 1,000 answers: {elapsed:.1f} s including start-up ({1000 / elapsed:.0f} answers/s), peak RSS {peak:.0f} MB"
+    )
+
+
+def main(run_speed: bool = typer.Option(True, "--speed/--no-speed", help="Also measure speed.")) -> None:
+    graders = Graders(Settings())
+    if DEV.exists():
+        agreement(graders, rows(DEV), "development set (in-sample)")
+    agreement(graders, rows(CHALLENGE), "challenge set (held out)")
+    reference_only(graders)
+    if run_speed:
+        speed(graders)
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,0 +1,61 @@
+"""Check the rubrics' misconception patterns: do they fire where they should, and only there?
+
+    python benchmarks/check_misconceptions.py                 # every question
+    python benchmarks/check_misconceptions.py --question q03  # one question
+    python benchmarks/check_misconceptions.py --question q03 --text "反向不需要通信……"
+
+False alarms are looked for in the question's own reference answers, its top score anchors and
+(when ../shared/eval is present) the development set's expert and solid answers; hits are listed
+for the development set's misconception and weak answers. With --text, prints what fires on it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from interviewer.answer import Answer
+from interviewer.batch import Graders
+from interviewer.settings import PROJECT_ROOT, Settings
+
+DEV = PROJECT_ROOT.parent / "shared" / "eval" / "dev-answers.jsonl"
+
+
+def fired(graders: Graders, question_id: str, text: str) -> list[tuple[str, str]]:
+    question = graders.bank.get(question_id)
+    compiled = graders.offline._compile(question.id, tuple(question.criteria))
+    results, _ = graders.offline.analyse(Answer.read(text, graders.segmenter), compiled)
+    return [(m.id, unit.text) for r in results for m, unit in r.misconceptions]  # type: ignore[attr-defined]
+
+
+def main(question: str | None = None, text: str | None = None) -> None:
+    graders = Graders(Settings())
+    if text is not None:
+        assert question, "--text needs --question"
+        for mid, span in fired(graders, question, text) or [("(none)", "")]:
+            print(f"{mid}: {span}")
+        return
+    dev = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()] if DEV.exists() else []
+    false_alarms = 0
+    for q in graders.bank.questions:
+        if question and q.id != question:
+            continue
+        clean = [("reference_answer.zh", q.reference_answer.zh), ("reference_answer.en", q.reference_answer.en)]
+        clean += [(f"{c.id}.level3.{lang}", getattr(c.levels[-1], lang)) for c in q.criteria for lang in ("zh", "en")]
+        clean += [
+            (f"dev {r['id']} ({r['kind']})", r["answer"]) for r in dev if r["question_id"] == q.id and r["kind"] in {"expert", "solid"}
+        ]
+        for where, body in clean:
+            for mid, span in fired(graders, q.id, body):
+                false_alarms += 1
+                print(f"FALSE ALARM {q.id} {mid} in {where}: {span[:100]}")
+        for r in dev:
+            if r["question_id"] == q.id and r["kind"] in {"misconception", "weak"}:
+                hits = fired(graders, q.id, r["answer"])
+                print(f"{q.id} dev {r['id']} ({r['kind']}, expert {r['score']}): {[m for m, _ in hits] or 'nothing found'}")
+    print(f"false alarms: {false_alarms}")
+
+
+if __name__ == "__main__":
+    typer.run(main)
