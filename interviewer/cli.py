@@ -254,6 +254,140 @@ def eval_(
     console.print(table)
 
 
+def _store(settings: Any) -> Any:
+    from .store import DATABASE_FILE, Store
+
+    return Store(settings.home / DATABASE_FILE).open()
+
+
+@app.command()
+@clean_errors
+def interview(
+    round_: Annotated[int | None, typer.Option("--round", min=1, max=3, help="Play one round only.")] = None,
+    question: Annotated[str | None, typer.Option("--question", help="Drill one question, e.g. q08.")] = None,
+    topic: Annotated[str | None, typer.Option("--topic", help="Drill the questions of one topic.")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="interview (scores at the round's end) or practice.")] = "interview",
+    lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
+    resume: Annotated[str | None, typer.Option("--resume", help="Continue a saved session.")] = None,
+) -> None:
+    """A mock interview in the terminal: the three rounds, one round, or a drill."""
+    from .batch import Graders
+    from .session import Session, make_plan
+    from .terminal import run
+
+    if mode not in {"interview", "practice"}:
+        raise InterviewerError("--mode must be interview or practice")
+    if lang not in {"zh", "en"}:
+        raise InterviewerError("--lang must be zh or en")
+    settings = _settings()
+    graders = Graders(settings)
+    store = _store(settings)
+    if resume:
+        session = Session.resume(store, graders.bank, graders.offline, resume)
+    else:
+        if question:
+            plan = make_plan(graders.bank, "question", question)
+        elif topic:
+            plan = make_plan(graders.bank, "topic", topic)
+        elif round_:
+            plan = make_plan(graders.bank, "round", round_)
+        else:
+            plan = make_plan(graders.bank, "full")
+        session = Session.start(
+            store,
+            graders.bank,
+            graders.offline,
+            plan,
+            mode="practice" if mode == "practice" else "interview",
+            lang="en" if lang == "en" else "zh",
+            max_followups=settings.interview.max_followups,
+        )
+    console.print("[dim]" + ("离线评分（未配置模型）" if lang == "zh" else "Offline grading (no model configured)") + "[/dim]")
+    run(session, console)
+
+
+@app.command()
+@clean_errors
+def simulate(
+    answers: Annotated[Path, typer.Argument(help="JSONL: question_id, answer, optional followup_answers.")],
+    lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """A scripted candidate sits the interview; prints the session id and the scores."""
+    from .batch import Graders
+    from .simulate import read_script, result, run
+
+    if lang not in {"zh", "en"}:
+        raise InterviewerError("--lang must be zh or en")
+    if not answers.is_file():
+        raise InterviewerError(f"no such file: {answers}")
+    settings = _settings()
+    graders = Graders(settings)
+    script = read_script(answers.read_text(encoding="utf-8").splitlines(), graders.bank)
+    session = run(_store(settings), graders.bank, graders.offline, script, "en" if lang == "en" else "zh", settings.interview.max_followups)
+    outcome = result(session)
+    if as_json:
+        typer.echo(json.dumps(outcome, ensure_ascii=False, indent=2))
+        return
+    console.print(f"session {outcome['session_id']}: overall {outcome['overall']}/10")
+    for r in outcome["rounds"]:
+        console.print(f"  round {r['round']}: {r['score']}")
+    for q in outcome["questions"]:
+        console.print(f"    {q['id']}: {q['score']}")
+
+
+@app.command()
+@clean_errors
+def sessions(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    export: Annotated[str | None, typer.Option("--export", help="Print one session, all its turns and grades, as JSON.")] = None,
+    delete: Annotated[str | None, typer.Option("--delete", help="Delete one session and its answers.")] = None,
+) -> None:
+    """List, export or delete saved sessions."""
+    from .batch import Graders
+    from .session import Session
+
+    settings = _settings()
+    store = _store(settings)
+    if export:
+        typer.echo(json.dumps(store.export(export), ensure_ascii=False, indent=2))
+        return
+    if delete:
+        store.delete_session(delete)
+        console.print(f"Deleted session {delete}.")
+        return
+    graders = Graders(settings)
+    rows = []
+    for row in store.sessions():
+        scores = Session(store, graders.bank, graders.offline, row).scores()
+        answered = sum(1 for r in scores.rounds for q in r.questions if q.score is not None)
+        rows.append(
+            {
+                "id": row.id,
+                "created_at": row.created_at,
+                "status": row.status,
+                "mode": row.mode,
+                "lang": row.lang,
+                "plan": row.plan["label"],
+                "answered": answered,
+                "questions": len(row.plan["questions"]),
+                "overall": scores.overall,
+            }
+        )
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table(title="Sessions")
+    for column in ("id", "started", "status", "mode", "plan", "answered", "overall"):
+        table.add_column(column)
+    import datetime as _dt
+
+    for r in rows:
+        started = _dt.datetime.fromtimestamp(r["created_at"]).strftime("%Y-%m-%d %H:%M")
+        table.add_row(r["id"], started, r["status"], r["mode"], r["plan"], f"{r['answered']}/{r['questions']}", str(r["overall"]))
+    console.print(table)
+
+
 def main() -> None:
     app()
 

@@ -21,6 +21,8 @@ Flag = Literal[
     "keyword-list",  # terms without explanation
     "off-topic",  # little to do with the question
     "padding",  # the same content repeated
+    "skipped",  # the candidate chose to skip
+    "llm-fallback",  # the model failed and the offline grader graded this turn
 ]
 
 
