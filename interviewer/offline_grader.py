@@ -315,7 +315,7 @@ class OfflineGrader:
         level = criterion.levels[score]
         missing = [concept.label for concept in result.compiled.concepts if result.credit.get(concept.id, 0) < EXPLAINED_CREDIT]
         if score < top:
-            missing.append(criterion.levels[min(top, score + 1)].zh if lang == "zh" else criterion.levels[min(top, score + 1)].en)
+            missing.append(criterion.levels[top].get(lang))
         return CriterionGrade(
             id=criterion.id,
             description=criterion.description.get(lang),

@@ -49,6 +49,9 @@ class Level(Strict):
     zh: NonEmpty
     en: NonEmpty
 
+    def get(self, lang: Lang) -> str:
+        return self.zh if lang == "zh" else self.en
+
 
 class Concept(Strict):
     """A piece of knowledge whose presence in an answer evidences a criterion."""

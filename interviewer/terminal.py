@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.console import Console
-from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -31,7 +31,7 @@ def show_prompt(console: Console, prompt: Prompt, lang: str) -> None:
     left = _clock(prompt.time_left_s)
     head = f"{prompt.round_title}  ·  {prompt.number}/{prompt.total}" + (f"  ·  ⏱ {left}" if left else "")
     label = {"question": "面试官" if lang == "zh" else "Interviewer", "followup": "追问" if lang == "zh" else "Follow-up"}[prompt.kind]
-    console.print(Panel(prompt.text, title=f"{label} [{prompt.question_id}]", subtitle=head))
+    console.print(Panel(escape(prompt.text), title=escape(f"{label} [{prompt.question_id}]"), subtitle=escape(head)))
     if prompt.answer_format == "code":
         console.print("[dim]" + ("可以直接粘贴 CUDA/C++ 代码。" if lang == "zh" else "You may paste CUDA/C++ code.") + "[/dim]")
 
@@ -41,16 +41,16 @@ def show_grade(console: Console, grade: Grade) -> None:
     for column in ("criterion", "score", "evidence"):
         table.add_column(column)
     for c in grade.criteria:
-        table.add_row(c.description, f"{c.score}/{c.max_score}", "\n".join(e[:80] for e in c.evidence[:2]))
+        table.add_row(escape(c.description), f"{c.score}/{c.max_score}", escape("\n".join(e[:80] for e in c.evidence[:2])))
     if grade.criteria:
         console.print(table)
-    console.print(Markdown(grade.feedback))
-    for passage in grade.passages:
-        console.print(f"[dim]📖 {passage.source} {passage.title}[/dim]")
+    console.print(escape(grade.feedback))
+    for passage in grade.passages[:3]:
+        console.print(f"[dim]📖 {escape(passage.source)}  {escape(passage.title)}[/dim]")
 
 
 def show_summary(console: Console, summary: RoundScore | None, text: str) -> None:
-    console.print(Panel(text, style="bold"))
+    console.print(Panel(escape(text), style="bold"))
     if summary is None:
         return
     table = Table()
@@ -83,7 +83,7 @@ def run(session: Session, console: Console, ask: Callable[[str], str] = input) -
     while True:
         prompt = session.prompt()
         if prompt.kind == "end":
-            console.print(Panel(prompt.text, style="bold green"))
+            console.print(Panel(escape(prompt.text), style="bold green"))
             return
         if prompt.kind == "round-summary":
             show_summary(console, prompt.summary, prompt.text)

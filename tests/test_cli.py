@@ -120,3 +120,59 @@ def test_eval_prints_agreement_figures(tmp_path: Path) -> None:
 def test_the_llm_grader_is_refused_clearly_until_it_exists() -> None:
     result = runner.invoke(app, ["grade", "-", "--grader", "llm"], input="")
     assert result.exit_code == 1 and "--grader offline" in result.stderr
+
+
+def test_simulate_and_list_sessions(tmp_path: Path) -> None:
+    script = tmp_path / "candidate.jsonl"
+    lines = [
+        {"question_id": "q06", "answer": "Grid、Block、Thread 三级；32 个线程一个 warp，同一 warp 走不同分支会串行执行。",
+         "followup_answers": ["用 warp 级别一致的条件，让分支按 warp 对齐，或者改成无分支的 select。"]},
+        {"question_id": "q07", "answer": "寄存器最快，shared memory 在 SM 上，32 个 bank，padding 可以避免冲突。"},
+    ]  # fmt: skip
+    script.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines), encoding="utf-8")
+    result = runner.invoke(app, ["simulate", str(script), "--json"])
+    assert result.exit_code == 0, result.output
+    outcome = json.loads(result.stdout)
+    assert {"session_id", "overall", "rounds", "questions"} <= set(outcome)
+    assert [r["round"] for r in outcome["rounds"]] == [2]
+    scores = {q["id"]: q for q in outcome["questions"]}
+    assert scores["q06"]["score"] > 0 and scores["q07"]["score"] > 0
+    assert scores["q08"]["skipped"] and scores["q08"]["score"] == 0
+    assert len(scores["q06"]["followups"]) <= 1
+
+    listed = json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)
+    assert [s["id"] for s in listed] == [outcome["session_id"]]
+    assert listed[0]["status"] == "finished" and listed[0]["overall"] == outcome["overall"]
+    exported = json.loads(runner.invoke(app, ["sessions", "--export", outcome["session_id"]]).stdout)
+    assert exported["turns"][0]["answer"].startswith("Grid")
+    assert runner.invoke(app, ["sessions", "--delete", outcome["session_id"]]).exit_code == 0
+    assert json.loads(runner.invoke(app, ["sessions", "--json"]).stdout) == []
+
+
+def test_simulate_rejects_a_bad_script(tmp_path: Path) -> None:
+    script = tmp_path / "bad.jsonl"
+    script.write_text('{"question_id": "q42", "answer": "x"}\n', encoding="utf-8")
+    result = runner.invoke(app, ["simulate", str(script)])
+    assert result.exit_code == 1 and "q42" in result.stderr
+
+
+def test_the_terminal_interview_runs_from_typed_input() -> None:
+    typed = "\n".join(
+        [
+            "Grid、Block、Thread 三级结构，32 个线程组成一个 warp。",
+            "同一个 warp 里走不同分支会串行执行。",
+            ".",
+            ":quit",
+        ]
+    )
+    result = runner.invoke(app, ["interview", "--question", "q06", "--mode", "practice"], input=typed + "\n")
+    assert result.exit_code == 0, result.output
+    assert "[q06]" in result.stdout and "/10" in result.stdout  # practice mode shows the grade at once
+    assert "追问" in result.stdout and "interview --resume" in result.stdout
+    listed = json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)
+    assert listed[0]["answered"] == 1 and listed[0]["status"] == "active"
+
+    resumed = runner.invoke(app, ["interview", "--resume", listed[0]["id"]], input=":idk\n")
+    assert resumed.exit_code == 0, resumed.output
+    assert "追问" in resumed.stdout and "面试结束" in resumed.stdout
+    assert json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)[0]["status"] == "finished"
