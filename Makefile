@@ -16,10 +16,10 @@ install: $(PY)
 install-test: $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
 
-# The offline default: builds the index if needed and shows the interview's questions.
+# The offline default: builds the index if needed, then a mock interview in the terminal.
 run: install
 	$(VENV)/bin/interviewer index
-	$(VENV)/bin/interviewer bank
+	$(VENV)/bin/interviewer interview
 
 lint:
 	$(VENV)/bin/ruff check .
@@ -32,3 +32,5 @@ test: install-test lint
 bench: install-test
 	$(PY) benchmarks/bench_index.py
 	$(PY) benchmarks/bench_retrieval.py
+	$(PY) benchmarks/bench_grader.py
+	$(PY) benchmarks/bench_session.py

@@ -15,7 +15,9 @@ from .segment import TERM_PREFIX, Segmenter, normalise
 
 GRADING_LIMIT = 20_000  # characters read; a longer paste is graded on its beginning and flagged
 
-_SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?")
+# A sentence ends at Chinese or English end punctuation, a semicolon or a line break; an English
+# full stop only when followed by a space or the end (so 1.5, e.g. and file.md stay whole).
+_SENTENCE = re.compile(r"(?:[^。！？!?；;\n.]|\.(?!\s|$)|(?<=e\.g)\.|(?<=i\.e)\.)+(?:[。！？!?；;]|(?<!e\.g)(?<!i\.e)\.(?=\s|$))?")
 _CLAUSE = re.compile(r"[^，,、：:。！？!?；;\n]+")
 _LIST_SPLIT = re.compile(r"[，,、/／;；]|→|->|\+")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -50,7 +52,8 @@ _RELATION = re.compile(
     re.IGNORECASE,
 )
 _NEGATION = re.compile(
-    r"不是|并非|并不|不会|不能|不需要|没有|而不是|误区|误解|错误|错的|不对|以为|有人说|无(?=[\u4e00-\u9fff])"
+    # 不 before anything but the words where it is no negation (不同 different, 不少 many, 不断 …)
+    r"不(?![同少断过仅但久足管论])|并非|没有|没法|无法|别|而不是|误区|误解|错误|错的|以为|有人说|无(?=[\u4e00-\u9fff])"
     r"|\b(not|no|never|without|no longer|isn'?t|aren'?t|doesn'?t|don'?t|won'?t|cannot|can'?t"
     r"|myth|misconception|wrong|mistaken?|rather than|instead of)\b",
     re.IGNORECASE,

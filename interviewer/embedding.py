@@ -24,7 +24,7 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from .glossary import Glossary
-from .segment import TERM_PREFIX, Segmenter
+from .segment import SEGMENTER_VERSION, TERM_PREFIX, Segmenter
 
 EMBEDDING_VERSION = 1
 TERM_WEIGHT = 2.0
@@ -90,6 +90,7 @@ class ConceptHashEmbedding(EmbeddingFunction[Documents]):
             "glossary_dir": str(self.glossary_dir),
             "dim": self.dim,
             "version": EMBEDDING_VERSION,
+            "segmenter": SEGMENTER_VERSION,
             "glossary_fingerprint": self.segmenter.glossary.fingerprint(),
         }
 

@@ -253,15 +253,15 @@ class OfflineGrader:
     @staticmethod
     def _find_claim(answer: Answer, m: _Misconception) -> Unit | None:
         for pattern in m.patterns:
-            threshold = 1.0 if len(pattern.tokens) <= 3 else PATTERN_COVERAGE
+            threshold = 1.0 if len(pattern.tokens) <= 5 else PATTERN_COVERAGE
             for unit in answer.clauses:
-                if unit.negated > pattern.negations:
+                if _polarity(unit.negated) != _polarity(pattern.negations):
                     continue
                 if pattern.all_terms_present(unit) and pattern.ordered_coverage(unit) >= threshold:
                     return unit
         for claim in m.claims:
             for unit in answer.sentences:
-                if unit.negated > claim.negations:
+                if _polarity(unit.negated) != _polarity(claim.negations):
                     continue
                 if claim.all_terms_present(unit) and claim.ordered_coverage(unit) >= CLAIM_COVERAGE:
                     return unit
@@ -367,6 +367,12 @@ class OfflineGrader:
         if "truncated" in features.flags:
             parts.append("回答过长，只评了前面部分。" if zh else "The answer was too long; only its beginning was graded.")
         return "\n".join(parts)
+
+
+def _polarity(negations: int) -> bool:
+    """A claim and a clause match only when both are affirmative or both negative: "X needs no
+    sync" must not fire on "X needs a sync", nor "X shards the parameters" on "X does not"."""
+    return negations > 0
 
 
 def _texts(question: Question) -> Iterator[str]:

@@ -12,13 +12,16 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from functools import cached_property
+from functools import cache, cached_property, lru_cache
+from typing import Any
 
 import jieba
+import snowballstemmer
 
 from .glossary import Glossary
 
 TERM_PREFIX = "@"
+SEGMENTER_VERSION = 2  # part of the embedding's identity: a change re-embeds the index
 MAX_ALIAS_TOKENS = 6
 
 _WORD = re.compile(r"[0-9a-z\u4e00-\u9fff]")
@@ -44,15 +47,21 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+@cache
+def _english() -> Any:
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A deliberately light English stemmer: plurals only, so terms keep their exact meaning."""
+    """Snowball for English words (divided/divide, collecting/collect), plus plain plural
+    stripping for acronyms Snowball leaves alone (gpus -> gpu, sms -> sm)."""
     if not word.isascii() or not word.isalpha() or len(word) <= 3:
         return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+    stemmed: str = _english().stemWord(word)
+    if stemmed == word and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
-    return word
+    return stemmed
 
 
 _STOPWORDS_STEMMED = STOPWORDS | {_stem(word) for word in STOPWORDS}
