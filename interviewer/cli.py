@@ -266,13 +266,14 @@ def interview(
     round_: Annotated[int | None, typer.Option("--round", min=1, max=3, help="Play one round only.")] = None,
     question: Annotated[str | None, typer.Option("--question", help="Drill one question, e.g. q08.")] = None,
     topic: Annotated[str | None, typer.Option("--topic", help="Drill the questions of one topic.")] = None,
+    weak: Annotated[bool, typer.Option("--weak", help="Drill your weak points: the lowest-scored questions so far.")] = False,
     mode: Annotated[str, typer.Option("--mode", help="interview (scores at the round's end) or practice.")] = "interview",
     lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
     resume: Annotated[str | None, typer.Option("--resume", help="Continue a saved session.")] = None,
 ) -> None:
     """A mock interview in the terminal: the three rounds, one round, or a drill."""
     from .batch import Graders
-    from .session import Session, make_plan
+    from .session import Session, make_plan, weak_plan
     from .terminal import run
 
     if mode not in {"interview", "practice"}:
@@ -285,7 +286,9 @@ def interview(
     if resume:
         session = Session.resume(store, graders.bank, graders.offline, resume)
     else:
-        if question:
+        if weak:
+            plan = weak_plan(store, graders.bank)
+        elif question:
             plan = make_plan(graders.bank, "question", question)
         elif topic:
             plan = make_plan(graders.bank, "topic", topic)

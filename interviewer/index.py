@@ -150,10 +150,11 @@ class KnowledgeIndex:
         client = self._client_or_open()
         signature = self.signature()
         with _chroma_errors("update", self.path):
-            collection = self._existing_collection(client)
-            if collection is not None and (rebuild or (collection.metadata or {}).get("signature") != signature):
+            stored = self._stored_signature(client)
+            if stored is not None and (rebuild or stored != signature):
+                # another embedding space (model, glossary, segmenter): every vector is redone
                 client.delete_collection(self.settings.index.collection)
-                collection = None
+            collection = self._existing_collection(client) if stored == signature and not rebuild else None
             if collection is None:
                 report.rebuilt = True
                 collection = client.create_collection(
@@ -186,9 +187,15 @@ class KnowledgeIndex:
         report.seconds = time.perf_counter() - started
         return report
 
+    def _stored_signature(self, client: Any) -> str | None:
+        """The signature the collection was built with ("" when unknown), None when there is none."""
+        for collection in client.list_collections():
+            if collection.name == self.settings.index.collection:
+                return str((collection.metadata or {}).get("signature", ""))
+        return None
+
     def _existing_collection(self, client: Any) -> Any:
-        names = {c if isinstance(c, str) else c.name for c in client.list_collections()}
-        if self.settings.index.collection not in names:
+        if self._stored_signature(client) is None:
             return None
         return client.get_collection(self.settings.index.collection, embedding_function=self.embedding)
 
@@ -237,11 +244,11 @@ class KnowledgeIndex:
         if self._collection is None:
             client = self._client_or_open()
             with _chroma_errors("open", self.path):
-                existing = self._existing_collection(client)
-            if existing is None or (existing.metadata or {}).get("signature") != self.signature():
+                current = self._stored_signature(client) == self.signature()
+                if current:
+                    self._collection = self._existing_collection(client)
+            if not current:
                 self.build()
-            else:
-                self._collection = existing
         return self._collection
 
     def ensure_current(self, progress: bool = False) -> BuildReport:

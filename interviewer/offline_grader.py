@@ -359,7 +359,11 @@ class OfflineGrader:
             parts.append(("讲到位的：" if zh else "Covered well: ") + ("；".join(strong) if zh else "; ".join(strong)))
         weak = sorted((c for c in criteria if c.score < c.max_score), key=lambda c: -c.weight * (c.max_score - c.score))
         for c in weak[:2]:
-            parts.append(f"{c.description}：还需要——{c.missing[-1]}" if zh else f"{c.description}: next, {c.missing[-1]}")
+            parts.append(
+                f"{c.description}（{c.score}/{c.max_score}）。满分的回答：{c.missing[-1]}"
+                if zh
+                else f"{c.description} ({c.score}/{c.max_score}). Full marks: {c.missing[-1]}"
+            )
         if "keyword-list" in features.flags:
             parts.append("多数术语只是列出，没有解释机制和原因。" if zh else "Most terms are only listed, not explained.")
         if "padding" in features.flags:

@@ -24,7 +24,9 @@ from .rubric import FollowUp, Lang, Question
 from .store import SessionRow, Store, Turn
 
 Mode = Literal["interview", "practice"]
-PlanKind = Literal["full", "round", "question", "topic"]
+PlanKind = Literal["full", "round", "question", "topic", "weak"]
+WEAK_BELOW = 7.0  # a question whose latest score is under this is a weak point
+WEAK_LIMIT = 5
 FOLLOWUP_SHARE = 0.3  # how much the answered follow-ups weigh in a question's score
 
 
@@ -70,7 +72,24 @@ def make_plan(bank: Bank, kind: PlanKind = "full", value: str | int | None = Non
             topics = sorted({t for q in bank.questions for t in q.topics})
             raise SessionError(f"no question has topic '{value}'; topics: {', '.join(topics)}")
         return Plan("topic", f"topic {value}", questions)
-    raise SessionError(f"unknown plan '{kind}': use full, round, question or topic")
+    raise SessionError(f"unknown plan '{kind}': use full, round, question or topic (weak points: weak_plan)")
+
+
+def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT) -> Plan:
+    """The questions whose latest answer, across all sessions, scored lowest (under 7), weakest first."""
+    latest: dict[str, tuple[float, float]] = {}  # question id -> (answered_at, score)
+    for row in store.sessions():
+        for turn in store.turns(row.id):
+            if turn.followup_id is not None or not turn.question_id or turn.grade is None:
+                continue
+            if turn.question_id not in latest or turn.answered_at >= latest[turn.question_id][0]:
+                latest[turn.question_id] = (turn.answered_at, float(turn.grade["score"]))
+    weak = sorted((score, question_id) for question_id, (_, score) in latest.items() if score < WEAK_BELOW)
+    if not weak:
+        raise SessionError("no weak points yet: sit an interview or a round first")
+    order = [q.id for q in bank.questions]
+    chosen = [question_id for _, question_id in weak[:limit] if question_id in order]
+    return Plan("weak", "my weak points", chosen)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import yaml
 
 from interviewer.batch import Graders
 from interviewer.errors import InterviewerError
-from interviewer.session import Session, SessionError, make_plan
+from interviewer.session import Session, SessionError, make_plan, weak_plan
 from interviewer.settings import PROJECT_ROOT, Settings
 from interviewer.simulate import ScriptedAnswer, result, run
 from interviewer.store import Store, StoreError
@@ -240,3 +240,15 @@ def test_export_and_delete(graders: Graders, store: Store) -> None:
     with pytest.raises(InterviewerError, match="no session"):
         store.session(session.id)
     assert store.turns(session.id) == []
+
+
+def test_weak_points_drill_picks_the_lowest_scored_questions(graders: Graders, store: Store) -> None:
+    with pytest.raises(SessionError, match="no weak points"):
+        weak_plan(store, graders.bank)
+    session = Session.start(store, graders.bank, graders.offline, make_plan(graders.bank, "round", 1))
+    session.skip()  # q01: 0
+    session.submit("ZeRO-1 切分优化器状态，ZeRO-2 再切梯度，ZeRO-3 再切参数，通信约 1.5 倍，靠预取和重叠。")
+    plan = weak_plan(store, graders.bank)
+    assert plan.kind == "weak" and plan.questions[0] == "q01"
+    drill = Session.start(store, graders.bank, graders.offline, plan, mode="practice")
+    assert drill.prompt().question_id == "q01" and drill.prompt().time_left_s is None

@@ -1,0 +1,74 @@
+"""An OpenAI-compatible server on 127.0.0.1 for tests: real HTTP, so the request the project sends
+is what gets checked. It records every request (path, headers, body)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import threading
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DIM = 64
+
+
+def fake_embedding(text: str) -> list[float]:
+    """Deterministic bag-of-words vector: texts sharing words get similar vectors."""
+    vector = [0.0] * DIM
+    for word in text.lower().split():
+        vector[zlib.crc32(word.encode()) % DIM] += 1.0
+    norm = sum(v * v for v in vector) ** 0.5 or 1.0
+    return [v / norm for v in vector]
+
+
+@dataclass
+class Recorded:
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+@contextmanager
+def serve() -> Iterator[tuple[str, Recorded]]:
+    recorded = Recorded()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            if not self.path.endswith("/embeddings"):
+                self._send(404, {"error": {"message": "not found"}})
+                return
+            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            data = []
+            for index, text in enumerate(inputs):
+                vector = fake_embedding(str(text))
+                if body.get("encoding_format") == "base64":
+                    encoded: Any = base64.b64encode(struct.pack(f"<{DIM}f", *vector)).decode()
+                else:
+                    encoded = vector
+                data.append({"object": "embedding", "index": index, "embedding": encoded})
+            self._send(200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            raw = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", recorded
+    finally:
+        server.shutdown()
+        server.server_close()
