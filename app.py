@@ -1,0 +1,26 @@
+"""The mock-interview app: ``python app.py`` serves it on 127.0.0.1 on the offline default.
+
+Gradio's own GRADIO_SERVER_NAME and GRADIO_SERVER_PORT are honoured; sharing beyond this machine
+needs ``interviewer serve --share --auth user:password``.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def main() -> None:
+    # before gradio is imported: no version check or telemetry calls at start-up
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from interviewer.index import KnowledgeIndex
+    from interviewer.settings import Settings
+    from interviewer.ui import create
+
+    settings = Settings()
+    report = KnowledgeIndex(settings).build(progress=True)  # the first run builds the index
+    print(f"knowledge index: {report.passages} passages ({report.embedded} embedded now)")
+    create(settings).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""The Gradio app. Handlers are named methods of :class:`Handlers`, testable without a browser;
+:func:`build` only lays out components and wires them to the handlers.
+
+The page keeps no interview state of its own: each event rebuilds the view from the session's
+stored turns, so a reload, a second tab or a server restart shows the same interview, and the
+session id lives in the browser (``gr.BrowserState``) so a reload resumes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from .batch import Graders
+from .errors import InterviewerError
+from .grading import Grade
+from .session import Prompt, Session, make_plan, weak_plan
+from .settings import Settings
+from .store import Store, Turn
+
+PLANS = ["full", "round 1", "round 2", "round 3", "question", "topic", "weak"]
+TEXT = {
+    "zh": {
+        "offline": "离线评分（未配置模型）",
+        "skip": "（跳过）",
+        "dont-know": "（不会）",
+        "score": "得分",
+        "left": "本轮剩余",
+        "question": "第 {n}/{total} 题",
+        "start_first": "先在左侧开始一场面试。",
+        "empty": "回答是空的：写点什么，或者点“跳过”。",
+        "full": "满分的回答",
+        "wrong": "错误",
+        "fix": "更正",
+        "read": "参考资料",
+    },
+    "en": {
+        "offline": "Offline grading (no model configured)",
+        "skip": "(skipped)",
+        "dont-know": "(I don't know)",
+        "score": "Score",
+        "left": "left in this round",
+        "question": "question {n}/{total}",
+        "start_first": "Start an interview on the left first.",
+        "empty": "The answer is empty: write something, or press Skip.",
+        "full": "Full marks",
+        "wrong": "Wrong",
+        "fix": "In fact",
+        "read": "Read",
+    },
+}
+
+
+@dataclass
+class View:
+    """Everything the page shows after an event."""
+
+    session_id: str
+    chat: list[dict[str, str]]
+    progress: str
+    feedback: str
+    code_question: bool
+    can_answer: bool
+    can_continue: bool
+    can_retry: bool
+
+
+def _clock(seconds: int | None) -> str:
+    if seconds is None:
+        return ""
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    return f"{sign}{seconds // 60}:{seconds % 60:02d}"
+
+
+def feedback_card(grade: Grade, lang: str) -> str:
+    """A practice-mode feedback card in Markdown: per criterion the score, the quoted evidence,
+    what is missing, misconceptions with corrections; then the passages to read."""
+    t = TEXT[lang]
+    lines = [f"### {t['score']} {grade.score}/10", ""]
+    if grade.flags:
+        lines.append("`" + "` `".join(grade.flags) + "`\n")
+    for c in grade.criteria:
+        lines.append(f"**{c.description}** — {c.score}/{c.max_score}")
+        for quote in c.evidence[:2]:
+            lines.append(f"> {quote[:160]}")
+        for m in c.misconceptions:
+            lines.append(f"- **{t['wrong']}**: {m.claim} — {t['fix']}: {m.correction}")
+        if c.score < c.max_score and c.missing:
+            lines.append(f"- {t['full']}: {c.missing[-1]}")
+        lines.append("")
+    if grade.passages:
+        lines.append(f"**{t['read']}**: " + " · ".join(f"`{p.source}`" for p in grade.passages[:4]))
+    return "\n".join(lines)
+
+
+class Handlers:
+    """The app's event handlers, each a plain method returning plain values."""
+
+    def __init__(self, settings: Settings, graders: Graders, store: Store):
+        self.settings = settings
+        self.graders = graders
+        self.store = store
+
+    @property
+    def badge(self) -> str:
+        return "**" + TEXT["zh"]["offline"] + " · " + TEXT["en"]["offline"] + "**"
+
+    def _session(self, session_id: str) -> Session:
+        if not session_id:
+            raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
+        return Session.resume(self.store, self.graders.bank, self.graders.offline, session_id)
+
+    # -- events ------------------------------------------------------------------------------------
+    def start(self, plan: str, question: str | None, topic: str | None, mode: str, lang: str) -> View:
+        bank = self.graders.bank
+        if plan == "weak":
+            chosen = weak_plan(self.store, bank)
+        elif plan.startswith("round"):
+            chosen = make_plan(bank, "round", int(plan.split()[1]))
+        elif plan == "question":
+            chosen = make_plan(bank, "question", question or "")
+        elif plan == "topic":
+            chosen = make_plan(bank, "topic", topic or "")
+        else:
+            chosen = make_plan(bank, "full")
+        session = Session.start(
+            self.store,
+            bank,
+            self.graders.offline,
+            chosen,
+            mode="practice" if mode == "practice" else "interview",
+            lang="en" if lang == "en" else "zh",
+            max_followups=self.settings.interview.max_followups,
+        )
+        return self.view(session)
+
+    def resume(self, session_id: str) -> View:
+        return self.view(self._session(session_id.strip()))
+
+    def submit(self, session_id: str, answer: str, code: str = "") -> View:
+        session = self._session(session_id)
+        text = "\n\n".join(part for part in (answer.strip(), code.strip()) if part)
+        if not text:
+            raise InterviewerError(TEXT[session.lang]["empty"])
+        outcome = session.submit(text)
+        return self.view(session, latest=outcome.grade if outcome.show_feedback else None)
+
+    def retry(self, session_id: str, answer: str, code: str = "") -> View:
+        session = self._session(session_id)
+        text = "\n\n".join(part for part in (answer.strip(), code.strip()) if part)
+        if not text:
+            raise InterviewerError(TEXT[session.lang]["empty"])
+        outcome = session.submit(text, retry=True)
+        return self.view(session, latest=outcome.grade)
+
+    def skip(self, session_id: str) -> View:
+        session = self._session(session_id)
+        session.skip()
+        return self.view(session)
+
+    def dont_know(self, session_id: str) -> View:
+        session = self._session(session_id)
+        session.dont_know()
+        return self.view(session)
+
+    def proceed(self, session_id: str) -> View:
+        session = self._session(session_id)
+        session.continue_after_summary()
+        return self.view(session)
+
+    def history(self) -> list[list[Any]]:
+        rows = []
+        for row in self.store.sessions():
+            scores = Session(self.store, self.graders.bank, self.graders.offline, row).scores()
+            answered = sum(1 for r in scores.rounds for q in r.questions if q.score is not None)
+            rows.append(
+                [row.id, row.status, row.mode, row.lang, row.plan["label"], f"{answered}/{len(row.plan['questions'])}", scores.overall]
+            )
+        return rows
+
+    # -- the view ----------------------------------------------------------------------------------
+    def view(self, session: Session, latest: Grade | None = None) -> View:
+        lang = session.lang
+        t = TEXT[lang]
+        turns = session.turns()
+        chat: list[dict[str, str]] = []
+        for turn in turns:
+            chat.extend(self._turn_messages(session, turn))
+        prompt = session.prompt()
+        if prompt.kind in {"question", "followup", "round-summary", "end"}:
+            chat.append({"role": "assistant", "content": self._prompt_text(prompt, session)})
+        progress = f"{self.badge}\n\n"
+        if prompt.round_title:
+            progress += f"**{prompt.round_title}** · {t['question'].format(n=prompt.number, total=prompt.total)}"
+            if prompt.time_left_s is not None:
+                progress += f" · {_clock(prompt.time_left_s)} {t['left']}"
+        progress += f"\n\n`session {session.id}` · {session.mode}"
+        return View(
+            session_id=session.id,
+            chat=chat,
+            progress=progress,
+            feedback=feedback_card(latest, lang) if latest is not None else "",
+            code_question=prompt.answer_format == "code",
+            can_answer=prompt.kind in {"question", "followup"},
+            can_continue=prompt.kind == "round-summary",
+            can_retry=session.mode == "practice" and any(t.kind == "answer" for t in turns),
+        )
+
+    def _prompt_text(self, prompt: Prompt, session: Session) -> str:
+        if prompt.kind == "round-summary" and prompt.summary is not None:
+            rows = "\n".join(
+                f"- {q.id}: {'—' if q.score is None else q.score}" + (f" (追问 {len(q.followups)})" if q.followups else "")
+                for q in prompt.summary.questions
+            )
+            return f"{prompt.text}\n\n{rows}"
+        label = {"question": f"**[{prompt.question_id}]** ", "followup": "**↪** "}.get(prompt.kind, "")
+        return label + prompt.text
+
+    def _turn_messages(self, session: Session, turn: Turn) -> list[dict[str, str]]:
+        t = TEXT[session.lang]
+        if turn.kind == "summary" or turn.question_id is None:
+            return []
+        question = self.graders.bank.get(turn.question_id)
+        if turn.followup_id:
+            followup = next(f for f in question.followups if f.id == turn.followup_id)
+            asked = "**↪** " + followup.question.get(session.lang)
+        else:
+            asked = f"**[{question.id}]** " + question.question.get(session.lang)
+        answer = turn.answer if turn.kind == "answer" else t[turn.kind]
+        messages = [{"role": "assistant", "content": asked}, {"role": "user", "content": answer or ""}]
+        if session.mode == "practice" and turn.grade is not None and turn.kind == "answer":
+            messages.append({"role": "assistant", "content": f"{t['score']} {turn.grade['score']}/10"})
+        return messages
+
+
+def build(handlers: Handlers) -> gr.Blocks:
+    """Lay out the page and wire events to the handlers."""
+    bank = handlers.graders.bank
+    questions = [(f"{q.id} · {q.question.zh[:30]}", q.id) for q in bank.questions]
+    topics = sorted({t for q in bank.questions for t in q.topics})
+
+    with gr.Blocks(title="AI-Infra mock interview") as demo:
+        session_id = gr.BrowserState("", storage_key="interviewer-session")
+        with gr.Sidebar():
+            gr.Markdown("## AI-Infra mock interview")
+            plan = gr.Radio(PLANS, value="full", label="Plan")
+            question = gr.Dropdown(questions, value=questions[0][1], label="Question (drill)")
+            topic = gr.Dropdown(topics, value=topics[0], label="Topic (drill)")
+            mode = gr.Radio(["interview", "practice"], value="interview", label="Mode")
+            lang = gr.Radio(["zh", "en"], value="zh", label="Language")
+            start = gr.Button("Start", variant="primary")
+            with gr.Accordion("History", open=False):
+                history = gr.Dataframe(
+                    headers=["id", "status", "mode", "lang", "plan", "answered", "overall"], interactive=False, wrap=True
+                )
+                resume_id = gr.Textbox(label="Session id to resume")
+                resume = gr.Button("Resume")
+        progress = gr.Markdown(handlers.badge)
+        chat = gr.Chatbot(height=480, label="Interview")
+        answer = gr.Textbox(lines=6, label="Your answer", placeholder="中文或 English")
+        code = gr.Code(language="cpp", label="Kernel (C++/CUDA)", visible=False, lines=14)
+        with gr.Row():
+            submit = gr.Button("Submit", variant="primary")
+            dont_know = gr.Button("I don't know")
+            skip = gr.Button("Skip")
+            retry = gr.Button("Retry (practice)", visible=False)
+            proceed = gr.Button("Next round", visible=False)
+        feedback = gr.Markdown()
+
+        outputs = [session_id, chat, progress, feedback, code, answer, submit, dont_know, skip, retry, proceed]
+
+        def show(view: View) -> tuple[Any, ...]:
+            return (
+                view.session_id,
+                view.chat,
+                view.progress,
+                view.feedback,
+                gr.update(visible=view.code_question, value=""),
+                gr.update(value="", interactive=view.can_answer),
+                gr.update(interactive=view.can_answer),
+                gr.update(interactive=view.can_answer),
+                gr.update(interactive=view.can_answer),
+                gr.update(visible=view.can_retry),
+                gr.update(visible=view.can_continue),
+            )
+
+        def guarded(handler: Any) -> Any:
+            def run(*args: Any) -> tuple[Any, ...]:
+                try:
+                    return show(handler(*args))
+                except InterviewerError as exc:
+                    raise gr.Error(str(exc)) from None
+
+            run.__name__ = handler.__name__
+            return run
+
+        start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").then(
+            handlers.history, None, history, api_visibility="undocumented"
+        )
+        submit.click(guarded(handlers.submit), [session_id, answer, code], outputs, api_name="submit")
+        retry.click(guarded(handlers.retry), [session_id, answer, code], outputs, api_name="retry")
+        skip.click(guarded(handlers.skip), [session_id], outputs, api_name="skip")
+        dont_know.click(guarded(handlers.dont_know), [session_id], outputs, api_name="dont_know")
+        proceed.click(guarded(handlers.proceed), [session_id], outputs, api_name="next_round")
+        resume.click(guarded(handlers.resume), [resume_id], outputs, api_name="resume")
+
+        def on_load(saved: str) -> tuple[Any, ...]:
+            if not saved:
+                return (gr.skip(),) * len(outputs)
+            try:
+                return show(handlers.resume(saved))
+            except InterviewerError:
+                return (gr.skip(),) * len(outputs)
+
+        demo.load(on_load, [session_id], outputs, api_visibility="undocumented").then(
+            handlers.history, None, history, api_visibility="undocumented"
+        )
+    demo.queue(default_concurrency_limit=4, max_size=64)
+    return demo
+
+
+def create(settings: Settings | None = None) -> gr.Blocks:
+    """The app on its defaults: settings, graders and store, then the page."""
+    from .store import DATABASE_FILE
+
+    settings = settings or Settings()
+    graders = Graders(settings)
+    store = Store(settings.home / DATABASE_FILE).open()
+    return build(Handlers(settings, graders, store))

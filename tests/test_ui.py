@@ -1,0 +1,110 @@
+"""The app's event handlers, called directly, and the running app through gradio_client."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from interviewer.batch import Graders
+from interviewer.errors import InterviewerError
+from interviewer.settings import Settings
+from interviewer.store import Store
+from interviewer.ui import Handlers, build
+
+GOOD = (
+    "数据并行每张卡一份完整模型，切分 batch，反向后梯度 all-reduce，ring 下每卡约 2(N-1)/N 倍梯度量；"
+    "张量并行层内切权重，每层前向两次 all-reduce，要放在 NVLink 域内；流水线并行按层切 stage，用 micro-batch 降低 bubble。"
+)
+
+
+@pytest.fixture
+def handlers(tmp_path: Path) -> Handlers:
+    settings = Settings(home=tmp_path)
+    return Handlers(settings, Graders(settings), Store(tmp_path / "sessions.db").open())
+
+
+def texts(chat: list[dict[str, str]]) -> str:
+    return "\n".join(m["content"] for m in chat)
+
+
+def test_practice_mode_shows_a_feedback_card_with_evidence(handlers: Handlers) -> None:
+    view = handlers.start("round 1", None, None, "practice", "zh")
+    assert view.can_answer and "[q01]" in view.chat[-1]["content"]
+    assert "离线评分" in view.progress and ("120:00" in view.progress or "119:" in view.progress)
+    after = handlers.submit(view.session_id, GOOD)
+    assert "得分" in after.feedback and "> 数据并行每张卡一份完整模型" in after.feedback
+    assert "parallelism.md#" in after.feedback
+    assert GOOD in texts(after.chat) and after.can_retry
+    assert after.chat[-1]["content"].startswith("**↪**")  # the follow-up is asked
+
+
+def test_interview_mode_keeps_scores_for_the_round_summary(handlers: Handlers) -> None:
+    view = handlers.start("round 3", None, None, "interview", "en")
+    after = handlers.submit(view.session_id, "Kubernetes with Volcano for gang scheduling and per-team quotas.")
+    assert after.feedback == "" and not after.can_retry
+    assert "Round 3" in after.progress
+    for _ in range(20):
+        if after.can_continue:
+            break
+        after = handlers.skip(after.session_id)
+    assert after.can_continue and not after.can_answer
+    assert "Score for the round" in after.chat[-1]["content"] and "q11" in after.chat[-1]["content"]
+    end = handlers.proceed(after.session_id)
+    assert "The interview is over" in end.chat[-1]["content"]
+
+
+def test_the_kernel_question_opens_the_code_editor(handlers: Handlers) -> None:
+    view = handlers.start("question", "q08", None, "practice", "en")
+    assert view.code_question
+    after = handlers.submit(view.session_id, "", "__global__ void matmul(const float* A, const float* B, float* C, int N) {}")
+    assert "__global__" in texts(after.chat)
+
+
+def test_empty_answers_and_missing_sessions_are_refused_clearly(handlers: Handlers) -> None:
+    view = handlers.start("question", "q02", None, "interview", "en")
+    with pytest.raises(InterviewerError, match="empty"):
+        handlers.submit(view.session_id, "   ", "")
+    with pytest.raises(InterviewerError, match="Start an interview"):
+        handlers.submit("", "an answer")
+    with pytest.raises(InterviewerError, match="no session"):
+        handlers.resume("does-not-exist")
+
+
+def test_resume_shows_the_same_interview(handlers: Handlers) -> None:
+    view = handlers.start("round 1", None, None, "practice", "zh")
+    handlers.submit(view.session_id, GOOD)
+    again = handlers.resume(view.session_id)
+    assert GOOD in texts(again.chat)
+    assert [row[0] for row in handlers.history()] == [view.session_id]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def running_app(handlers: Handlers) -> Iterator[str]:
+    demo = build(handlers)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+
+
+def test_the_running_app_through_gradio_client(running_app: str) -> None:
+    from gradio_client import Client
+
+    client = Client(running_app, verbose=False)
+    session_id, chat, progress, _feedback, *_ = client.predict("question", "q02", "zero", "practice", "en", api_name="/start")
+    assert session_id and "[q02]" in str(chat[-1]["content"]) and "Offline grading" in progress
+    session_id, chat, _progress, feedback, *_ = client.predict(
+        session_id, "ZeRO-1 shards optimizer states, ZeRO-2 also gradients, ZeRO-3 also parameters.", "", api_name="/submit"
+    )
+    assert "Score" in feedback and "ZeRO-1 shards optimizer states" in str(chat)
