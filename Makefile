@@ -4,7 +4,9 @@ PY := $(VENV)/bin/python
 export GRADIO_ANALYTICS_ENABLED := False
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: install install-test run test lint bench
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
+.PHONY: install install-test install-browser run test lint bench
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -13,13 +15,17 @@ $(PY):
 install: $(PY)
 	$(PY) -m pip install --quiet -e .
 
-install-test: $(PY)
+install-test: $(PY) install-browser
 	$(PY) -m pip install --quiet -e '.[test]'
 
-# The offline default: builds the index if needed, then a mock interview in the terminal.
+# Debian's Chromium and a CJK font for the browser tests (never `playwright install`: no downloads here).
+install-browser:
+	@dpkg -s chromium fonts-wqy-microhei >/dev/null 2>&1 || \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium fonts-wqy-microhei)
+
+# The offline default: the web app on 127.0.0.1 (builds the index first if needed).
 run: install
-	$(VENV)/bin/interviewer index
-	$(VENV)/bin/interviewer interview
+	$(PY) app.py
 
 lint:
 	$(VENV)/bin/ruff check .

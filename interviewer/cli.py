@@ -391,6 +391,33 @@ def sessions(
     console.print(table)
 
 
+@app.command()
+@clean_errors
+def serve(
+    share: Annotated[bool, typer.Option(help="Share beyond this machine (a public link); needs --auth.")] = False,
+    auth: Annotated[str | None, typer.Option(help="user:password required to open the app.")] = None,
+) -> None:
+    """Serve the app on 127.0.0.1 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are honoured)."""
+    import os
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from .index import KnowledgeIndex
+    from .ui import create
+
+    credentials = None
+    if auth is not None:
+        user, _, password = auth.partition(":")
+        if not user or not password:
+            raise InterviewerError("--auth must be user:password")
+        credentials = (user, password)
+    if share and credentials is None:
+        raise InterviewerError("sharing beyond this machine needs a login: add --auth user:password")
+    settings = _settings()
+    report = KnowledgeIndex(settings).build(progress=sys.stderr.isatty())
+    console.print(f"knowledge index: {report.passages} passages")
+    create(settings).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials)
+
+
 def main() -> None:
     app()
 

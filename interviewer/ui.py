@@ -8,7 +8,9 @@ session id lives in the browser (``gr.BrowserState``) so a reload resumes it.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -236,14 +238,25 @@ class Handlers:
         return messages
 
 
-def build(handlers: Handlers) -> gr.Blocks:
+def browser_secret(home: Path) -> str:
+    """The key that encrypts the session id kept in the browser. It must outlive the server, or a
+    restart would make every browser's saved session unreadable; so it lives in the data folder."""
+    path = home / "browser-secret"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_hex(32), encoding="utf-8")
+        path.chmod(0o600)
+    return path.read_text(encoding="utf-8").strip()
+
+
+def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
     """Lay out the page and wire events to the handlers."""
     bank = handlers.graders.bank
     questions = [(f"{q.id} · {q.question.zh[:30]}", q.id) for q in bank.questions]
     topics = sorted({t for q in bank.questions for t in q.topics})
 
     with gr.Blocks(title="AI-Infra mock interview") as demo:
-        session_id = gr.BrowserState("", storage_key="interviewer-session")
+        session_id = gr.BrowserState("", storage_key="interviewer-session", secret=secret)
         with gr.Sidebar():
             gr.Markdown("## AI-Infra mock interview")
             plan = gr.Radio(PLANS, value="full", label="Plan")
@@ -329,4 +342,4 @@ def create(settings: Settings | None = None) -> gr.Blocks:
     settings = settings or Settings()
     graders = Graders(settings)
     store = Store(settings.home / DATABASE_FILE).open()
-    return build(Handlers(settings, graders, store))
+    return build(Handlers(settings, graders, store), secret=browser_secret(settings.home))

@@ -176,3 +176,10 @@ def test_the_terminal_interview_runs_from_typed_input() -> None:
     assert resumed.exit_code == 0, resumed.output
     assert "追问" in resumed.stdout and "面试结束" in resumed.stdout
     assert json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)[0]["status"] == "finished"
+
+
+def test_sharing_needs_a_login() -> None:
+    result = runner.invoke(app, ["serve", "--share"])
+    assert result.exit_code == 1 and "--auth" in result.stderr
+    bad = runner.invoke(app, ["serve", "--auth", "nopassword"])
+    assert bad.exit_code == 1 and "user:password" in bad.stderr

@@ -1,0 +1,187 @@
+"""The app in a real browser: Debian's Chromium driven by Playwright (installed by `make test`).
+Screenshots are kept in test-artifacts/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interviewer.settings import PROJECT_ROOT
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = PROJECT_ROOT / "test-artifacts"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]  # fmt: skip
+ANSWER_ZH = (
+    "数据并行每张卡一份完整模型，切分 batch，反向后梯度 all-reduce；张量并行层内切权重，每层前向两次 all-reduce，"
+    "放在 NVLink 域内；流水线并行按层切 stage，用 micro-batch 降低 bubble。"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class App:
+    """`python app.py` as a user starts it, on its own port and data folder."""
+
+    def __init__(self, home: Path, port: int):
+        self.home, self.port = home, port
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self) -> App:
+        env = {**os.environ, "INTERVIEWER_HOME": str(self.home), "GRADIO_SERVER_PORT": str(self.port)}
+        self.process = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "app.py")], env=env, stdout=subprocess.DEVNULL)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(self.url, timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.3)
+        raise AssertionError("the app did not start within 90 s")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: `make test` installs it (apt-get install chromium fonts-wqy-microhei)")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    running = App(tmp_path / "home", free_port()).start()
+    yield running
+    running.stop()
+
+
+def start(page: Any, plan: str, mode: str, lang: str) -> None:
+    page.get_by_label(plan, exact=True).check()
+    page.get_by_label(mode, exact=True).check()
+    page.get_by_label(lang, exact=True).check()
+    page.get_by_role("button", name="Start").click()
+    page.get_by_text("session ", exact=False).first.wait_for()
+
+
+def answer(page: Any, text: str) -> None:
+    page.get_by_label("Your answer").fill(text)
+    page.get_by_role("button", name="Submit").click()
+
+
+def chat_text(page: Any) -> str:
+    return str(page.locator(".chatbot, [data-testid='chatbot'], .bubble-wrap").first.inner_text())
+
+
+def skip_until_round_ends(page: Any) -> None:
+    for _ in range(20):
+        if page.get_by_role("button", name="Next round").is_visible():
+            return
+        page.get_by_role("button", name="Skip").click()
+        page.wait_for_timeout(400)
+    raise AssertionError("the round did not end")
+
+
+def test_a_round_in_chinese_practice_mode(browser: Any, app: App) -> None:
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.goto(app.url)
+    start(page, "round 1", "practice", "zh")
+    page.get_by_text("[q01]").first.wait_for()
+    answer(page, ANSWER_ZH)
+    page.get_by_text("得分").first.wait_for()
+    feedback = page.locator("h3", has_text="得分").first.inner_text()
+    assert "/10" in feedback
+    assert page.get_by_text("满分的回答").first.is_visible()  # the card says what full marks need
+    page.get_by_text("↪").last.wait_for()  # a follow-up is asked
+    answer(page, "TP 放在节点内的 NVLink 上，PP 跨节点，DP 在最外层。")
+    page.wait_for_timeout(800)
+    assert "TP 放在节点内" in chat_text(page)
+    page.screenshot(path=str(ARTIFACTS / "round-zh-practice.png"), full_page=True)
+    skip_until_round_ends(page)
+    assert "本轮得分" in chat_text(page)
+    page.get_by_role("button", name="Next round").click()
+    page.get_by_text("面试结束").first.wait_for()
+    page.close()
+
+
+def test_a_round_in_english_interview_mode_with_the_code_editor(browser: Any, app: App) -> None:
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.goto(app.url)
+    start(page, "round 2", "interview", "en")
+    page.get_by_text("[q06]").first.wait_for()
+    answer(page, "Grid, block and thread; 32 threads form a warp, and divergent branches in a warp run one after another.")
+    page.get_by_text("↪").last.wait_for()
+    assert not page.get_by_text("Score ").first.is_visible()  # scores are kept for the round's end
+    answer(page, "Make the condition uniform across each warp, or use a branch-free select.")
+    for _ in range(10):
+        if page.get_by_text("[q08]").count():
+            break
+        page.get_by_role("button", name="Skip").click()
+        page.wait_for_timeout(400)
+    page.get_by_text("Kernel (C++/CUDA)").first.wait_for()  # the code editor opens for the kernel question
+    page.screenshot(path=str(ARTIFACTS / "round-en-code-editor.png"), full_page=True)
+    skip_until_round_ends(page)
+    assert "Score for the round" in chat_text(page)
+    page.close()
+
+
+def test_a_server_restart_resumes_the_session(browser: Any, app: App) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(app.url)
+    start(page, "round 1", "practice", "zh")
+    answer(page, ANSWER_ZH)
+    page.get_by_text("得分").first.wait_for()
+    app.stop()
+    app.start()
+    page.reload()
+    page.get_by_text("[q01]").first.wait_for()
+    page.wait_for_timeout(1500)
+    assert "切分 batch" in chat_text(page)
+    page.screenshot(path=str(ARTIFACTS / "resumed-after-restart.png"), full_page=True)
+    context.close()
+
+
+def test_two_users_never_see_each_others_answers(browser: Any, app: App) -> None:
+    first, second = browser.new_context(), browser.new_context()
+    pages = [first.new_page(), second.new_page()]
+    for page, text in zip(pages, ("ALPHA-unique answer about data parallel", "BRAVO-unique answer about data parallel"), strict=True):
+        page.goto(app.url)
+        start(page, "round 1", "practice", "en")
+        answer(page, text)
+    for page in pages:
+        page.get_by_text("Score").first.wait_for()
+    assert "ALPHA" in chat_text(pages[0]) and "BRAVO" not in chat_text(pages[0])
+    assert "BRAVO" in chat_text(pages[1]) and "ALPHA" not in chat_text(pages[1])
+    first.close()
+    second.close()
