@@ -121,7 +121,7 @@ class Phrase:
         for token in self.tokens:
             current = [0] * (len(unit.tokens) + 1)
             for j, other in enumerate(unit.tokens, start=1):
-                if other == token or (_HAN.search(token) and len(token) >= 2 and (token in other or other in token)):
+                if other == token or (_HAN.search(token) and len(token) >= 2 and (token in other or (len(other) >= 2 and other in token))):
                     current[j] = previous[j - 1] + 1
                 else:
                     current[j] = max(previous[j], current[j - 1])

@@ -75,6 +75,11 @@ class Graders:
         return {p.source: p.title for f in discover([shipped], shipped=shipped) for p in load_passages(f, True)}
 
     @cached_property
+    def passage_texts(self) -> dict[str, str]:
+        shipped = self.settings.knowledge_dir
+        return {p.source: p.text for f in discover([shipped], shipped=shipped) for p in load_passages(f, True)}
+
+    @cached_property
     def bank(self) -> Bank:
         return load_bank(self.settings.bank_dir, set(self.titles))
 

@@ -73,3 +73,10 @@ class Grade(BaseModel):
     grader: str
     grader_version: str
     rubric_version: int | None = None
+    model: str | None = Field(default=None, description="The model that graded, for LLM grades.")
+    second_opinion: float | None = Field(default=None, description="The offline grader's score, kept beside the LLM's.")
+    disagreement: bool = Field(default=False, description="LLM and offline scores differ by more than the threshold.")
+    spread: float | None = Field(default=None, description="Max - min score over the samples, when sampled several times.")
+    dropped_quotes: int = Field(default=0, description="Evidence quotes the model gave that are not in the answer.")
+    usage: dict[str, int] | None = Field(default=None, description="Tokens used (prompt, completion, total).")
+    latency_ms: float | None = Field(default=None, description="Time spent in model calls for this grade.")

@@ -85,6 +85,22 @@ def settings_file() -> Path:
     return default_home() / SETTINGS_FILE
 
 
+class LLMSettings(BaseModel):
+    """How the model is called when an endpoint is configured."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature for grading and follow-ups.")
+    timeout_s: float = Field(default=60.0, gt=0, description="Seconds before one model call is abandoned.")
+    max_retries: int = Field(default=2, ge=0, le=6, description="Retries of a failed call before the offline fallback.")
+    backoff_s: float = Field(default=1.0, ge=0, description="First retry delay; doubles each retry (Retry-After wins).")
+    structured_output: Literal["auto", "json_schema", "function_calling", "json_mode"] = Field(
+        default="auto", description="How the grade is requested; auto tries json_schema, then tools, then json_mode."
+    )
+    samples: int = Field(default=1, ge=1, le=5, description="Grades sampled per answer; the spread is reported.")
+    disagreement: float = Field(default=3.0, gt=0, description="LLM vs offline score gap (0-10) that is flagged.")
+
+
 class InterviewSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -116,6 +132,7 @@ class Settings(BaseSettings):
     index: IndexSettings = Field(default_factory=IndexSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     interview: InterviewSettings = Field(default_factory=InterviewSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
     endpoint: EndpointSettings = Field(default_factory=EndpointSettings, exclude=True)
 
     @property

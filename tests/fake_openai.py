@@ -7,6 +7,7 @@ import base64
 import json
 import struct
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,12 @@ def fake_embedding(text: str) -> list[float]:
 @dataclass
 class Recorded:
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # scripted chat replies, used in order; each: {"status": int, "headers": {...}, "content": str,
+    # "tool_arguments": str, "refusal": str, "delay": seconds, "error": message}
+    script: list[dict[str, Any]] = field(default_factory=list)
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].endswith("/chat/completions")]
 
 
 @contextmanager
@@ -42,6 +49,9 @@ def serve() -> Iterator[tuple[str, Recorded]]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            if self.path.endswith("/chat/completions"):
+                self._chat(body)
+                return
             if not self.path.endswith("/embeddings"):
                 self._send(404, {"error": {"message": "not found"}})
                 return
@@ -56,11 +66,50 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                 data.append({"object": "embedding", "index": index, "embedding": encoded})
             self._send(200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
+        def do_GET(self) -> None:
+            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": None})
+            if self.path.endswith("/models"):
+                self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model", "owned_by": "test"}]})
+            else:
+                self._send(404, {"error": {"message": "not found"}})
+
+        def _chat(self, body: dict[str, Any]) -> None:
+            step = recorded.script.pop(0) if recorded.script else {"content": "{}"}
+            if step.get("delay"):
+                time.sleep(step["delay"])
+            status = step.get("status", 200)
+            if status != 200:
+                self._send(status, {"error": {"message": step.get("error", "scripted failure"), "type": "test"}}, step.get("headers"))
+                return
+            message: dict[str, Any] = {"role": "assistant", "content": step.get("content")}
+            if "tool_arguments" in step:
+                name = body["tools"][0]["function"]["name"]
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": step["tool_arguments"]}}],
+                }
+            if "refusal" in step:
+                message = {"role": "assistant", "content": None, "refusal": step["refusal"]}
+            self._send(
+                200,
+                {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", "test-model"),
+                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if "tool_arguments" in step else "stop"}],
+                    "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+                },
+            )
+
+        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
             raw = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(raw)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
             self.end_headers()
             self.wfile.write(raw)
 
