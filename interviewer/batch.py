@@ -60,6 +60,7 @@ class Graders:
     """The graders and what they need, built once for a batch (or a session)."""
 
     settings: Settings
+    rubric_grader: Any = None  # chosen by check(); the offline grader until then
 
     @cached_property
     def glossary(self) -> Glossary:
@@ -98,14 +99,25 @@ class Graders:
 
         return Retriever(KnowledgeIndex(self.settings, glossary=self.glossary))
 
-    def check(self, grader: str) -> None:
+    @cached_property
+    def llm(self) -> Any:
+        from .llm_grader import LLMGrader
+
+        return LLMGrader(self.settings, self.offline, self.passage_texts)
+
+    def choose(self, grader: str) -> Any:
+        """The rubric grader for ``offline``, ``llm`` or ``auto`` (the LLM when an endpoint is configured)."""
+        if grader not in {"offline", "llm", "auto"}:
+            raise UnknownGrader(f"unknown grader '{grader}': use offline, llm or auto")
         if grader == "offline" or (grader == "auto" and not self.settings.endpoint.configured):
-            return
-        if grader in {"llm", "auto"}:
-            raise UnknownGrader(
-                "the LLM grader is not available yet in this version; use --grader offline (or auto, which falls back to offline)"
-            )
-        raise UnknownGrader(f"unknown grader '{grader}': use offline, llm or auto")
+            return self.offline
+        if not self.settings.endpoint.configured:
+            raise UnknownGrader("--grader llm needs an endpoint: set OPENAI_BASE_URL and/or OPENAI_API_KEY (and INTERVIEWER_MODEL)")
+        return self.llm
+
+    def check(self, grader: str) -> None:
+        """Choose the rubric grader for this batch (errors before any line is read)."""
+        self.rubric_grader = self.choose(grader)
 
     def grade(self, request: GradeRequest) -> Grade:
         if request.question_id:
@@ -113,7 +125,9 @@ class Graders:
                 question = self.bank.get(request.question_id)
             except KeyError:
                 raise InterviewerError(f"unknown question_id '{request.question_id}' (the bank has q01..q16)") from None
-            return self.offline.grade(question, request.answer)
+            grader = self.rubric_grader or self.offline
+            result: Grade = grader.grade(question, request.answer)
+            return result
         references = request.references()
         passages: list[PassageCitation] = []
         if not references:

@@ -418,6 +418,19 @@ def serve(
     create(settings).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials)
 
 
+@app.command()
+@clean_errors
+def doctor() -> None:
+    """Check the model endpoint: reachable, model served, structured output works."""
+    from .doctor import run
+
+    checks = run(_settings())
+    for check in checks:
+        console.print(("[green]ok[/green]   " if check.ok else "[red]fix[/red]  ") + check.message, markup=True)
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
 def main() -> None:
     app()
 

@@ -117,9 +117,10 @@ def test_eval_prints_agreement_figures(tmp_path: Path) -> None:
     assert summary["by_kind"]["good"]["mean_score"] > summary["by_kind"]["bad"]["mean_score"]
 
 
-def test_the_llm_grader_is_refused_clearly_until_it_exists() -> None:
+def test_the_llm_grader_without_an_endpoint_says_what_to_set() -> None:
     result = runner.invoke(app, ["grade", "-", "--grader", "llm"], input="")
-    assert result.exit_code == 1 and "--grader offline" in result.stderr
+    assert result.exit_code == 1 and "OPENAI_BASE_URL" in result.stderr
+    assert runner.invoke(app, ["grade", "-", "--grader", "magic"], input="").exit_code == 1
 
 
 def test_simulate_and_list_sessions(tmp_path: Path) -> None:

@@ -188,3 +188,50 @@ def test_nothing_to_grade_costs_no_model_call(graders: Graders, server: tuple[st
     base_url, recorded = server
     grade = make(graders, base_url).grade(graders.bank.get("q02"), "我不知道")
     assert grade.score == 0 and recorded.chat_requests() == []
+
+
+def test_grade_command_uses_the_llm_when_configured(server: tuple[str, Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from interviewer.cli import app
+
+    base_url, recorded = server
+    recorded.script = [{"content": GOOD_REPLY}]
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("INTERVIEWER_MODEL", "test-model")
+    monkeypatch.setenv("INTERVIEWER_LLM__STRUCTURED_OUTPUT", "json_schema")
+    line = json.dumps({"question_id": "q02", "answer": ANSWER}, ensure_ascii=False)
+    result = CliRunner().invoke(app, ["grade", "-", "--grader", "auto"], input=line + "\n")
+    assert result.exit_code == 0, result.output
+    grade = json.loads(result.stdout)["grade"]
+    assert grade["grader"] == "llm" and grade["second_opinion"] is not None
+    assert SECRET not in result.output
+
+
+def test_doctor_reports_each_check_in_one_line(server: tuple[str, Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from interviewer.cli import app
+
+    runner = CliRunner()
+    offline = runner.invoke(app, ["doctor"])
+    assert offline.exit_code == 0 and "offline" in offline.stdout
+
+    base_url, recorded = server
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("INTERVIEWER_MODEL", "test-model")
+    recorded.script = [{"content": '{"ok": true}'}]
+    healthy = runner.invoke(app, ["doctor"])
+    assert healthy.exit_code == 0, healthy.output
+    assert "reachable" in healthy.stdout and "structured output works with json_schema" in healthy.stdout
+
+    monkeypatch.setenv("INTERVIEWER_MODEL", "no-such-model")
+    wrong = runner.invoke(app, ["doctor"])
+    assert wrong.exit_code == 1 and "test-model" in wrong.stdout and "INTERVIEWER_MODEL" in wrong.stdout
+
+    monkeypatch.setenv("OPENAI_BASE_URL", dead_port())
+    down = runner.invoke(app, ["doctor"])
+    assert down.exit_code == 1 and "cannot reach" in down.stdout
+    assert all(SECRET not in r.output for r in (healthy, wrong, down))
