@@ -66,7 +66,8 @@ or below. Write the feedback in {language}.
 Reply with JSON only, matching this schema: {schema}"""
 
 
-def _fence(answer: str) -> str:
+def fence(answer: str) -> str:
+    """The answer as data: it cannot close the ``<answer>`` fence it is put in."""
     return answer.replace("</answer>", "<\\/answer>")
 
 
@@ -120,7 +121,7 @@ class LLMGrader:
         human = (
             f"Question:\n{question_text}\n\nRubric:\n{rubric_text(criteria, lang)}\n\n"
             f"Reference passages from the knowledge base:\n{passages}\n\n"
-            f"<answer>\n{_fence(answer)}\n</answer>"
+            f"<answer>\n{fence(answer)}\n</answer>"
         )
         return [SystemMessage(system), HumanMessage(human)]
 

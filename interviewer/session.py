@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from .bank import Bank
@@ -224,7 +224,9 @@ class Session:
             question = self.bank.get(question_id)
             step = self._open_step(question, turns)
             if step is not None:
-                return self._question_prompt(question, step, index, turns)
+                prompt = self._question_prompt(question, step, index, turns)
+                worded = self._worded(question, turns) if isinstance(step, FollowUp) else None
+                return replace(prompt, text=worded) if worded else prompt
             following = self.bank.get(plan[index + 1]).round if index + 1 < len(plan) else None
             if self.row.plan["kind"] in {"full", "round"} and following != question.round and question.round not in summarised:
                 return Prompt(
@@ -240,6 +242,32 @@ class Session:
             self.store.set_status(self.id, "finished")
             self.row = self.store.session(self.id)
         return Prompt("end", self._end_text(), number=len(plan), total=len(plan))
+
+    @staticmethod
+    def _worded(question: Question, turns: list[Turn]) -> str | None:
+        """The LLM interviewer's wording of the pending follow-up, if it gave one."""
+        mine = [t for t in turns if t.question_id == question.id and t.kind != "summary"]
+        decision = (mine[-1].decision or {}) if mine else {}
+        text = decision.get("text")
+        return str(text) if text else None
+
+    def word_followup(self, text: str) -> None:
+        """Record how the LLM interviewer phrased the follow-up the session chose. The choice (which
+        follow-up, aimed at what, within the cap) stays the session's; only the words are the model's."""
+        prompt = self.prompt()
+        if prompt.kind != "followup" or not text.strip():
+            return
+        mine = [t for t in self.turns() if t.question_id == prompt.question_id and t.kind != "summary"]
+        decision = dict(mine[-1].decision or {})
+        decision["text"] = text.strip()
+        self.store.update_decision(mine[-1].id, decision)
+
+    def last_answer(self) -> tuple[Turn, Grade] | None:
+        """The most recent graded answer, for the interviewer to phrase its follow-up from."""
+        for turn in reversed(self.turns()):
+            if turn.kind == "answer" and turn.grade is not None:
+                return turn, Grade.model_validate(turn.grade)
+        return None
 
     def _open_step(self, question: Question, turns: list[Turn]) -> FollowUp | Question | None:
         """What is still to be asked for this question: itself, a follow-up, or nothing."""

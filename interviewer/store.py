@@ -278,6 +278,10 @@ class Store:
                 ),
             )
 
+    def update_decision(self, turn_id: int, decision: dict[str, Any]) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE turns SET decision = ? WHERE id = ?", (json.dumps(decision, ensure_ascii=False), turn_id))
+
     def turns(self, session_id: str) -> list[Turn]:
         return [_turn(r) for r in self.db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY seq", (session_id,))]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import struct
 import threading
 import time
@@ -78,6 +79,9 @@ def serve() -> Iterator[tuple[str, Recorded]]:
             if step.get("delay"):
                 time.sleep(step["delay"])
             status = step.get("status", 200)
+            if status == 200 and body.get("stream"):
+                self._stream(body, step.get("stream", ["ok"]), cut=bool(step.get("cut")))
+                return
             if status != 200:
                 self._send(status, {"error": {"message": step.get("error", "scripted failure"), "type": "test"}}, step.get("headers"))
                 return
@@ -102,6 +106,34 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                     "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
                 },
             )
+
+        def _stream(self, body: dict[str, Any], pieces: list[str], cut: bool) -> None:
+            """Server-sent events as OpenAI streams them; ``cut`` drops the connection mid-answer."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+
+            def event(delta: dict[str, Any], finish: str | None = None) -> None:
+                chunk = {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": body.get("model", "test-model"),
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+
+            event({"role": "assistant", "content": ""})
+            for piece in pieces:
+                event({"content": piece})
+            if cut:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            event({}, finish="stop")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
 
         def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
             raw = json.dumps(payload).encode()

@@ -235,3 +235,57 @@ def test_doctor_reports_each_check_in_one_line(server: tuple[str, Recorded], mon
     down = runner.invoke(app, ["doctor"])
     assert down.exit_code == 1 and "cannot reach" in down.stdout
     assert all(SECRET not in r.output for r in (healthy, wrong, down))
+
+
+def interviewer_for(base_url: str) -> Any:
+    from interviewer.llm_interviewer import LLMInterviewer
+
+    settings = Settings(endpoint=EndpointSettings(base_url=base_url, api_key=SECRET, model="test-model"), llm=LLMSettings(timeout_s=5))
+    return LLMInterviewer(settings)
+
+
+def test_the_follow_up_is_streamed_token_by_token(graders: Graders, server: tuple[str, Recorded]) -> None:
+    base_url, recorded = server
+    recorded.script = [{"stream": ["你提到了", "预取，", "那预取的顺序是怎么知道的？"]}]
+    question = graders.bank.get("q02")
+    followup = question.followups[0]
+    grade = graders.offline.grade(question, ANSWER)
+    parts = list(interviewer_for(base_url).stream(question, followup, ANSWER, grade, "zh"))
+    assert parts == ["你提到了", "你提到了预取，", "你提到了预取，那预取的顺序是怎么知道的？"]
+    (request,) = recorded.chat_requests()
+    assert request["body"]["stream"] is True
+    assert ANSWER in request["body"]["messages"][-1]["content"] and "Chinese" in request["body"]["messages"][0]["content"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [[{"stream": ["你提到了", "预"], "cut": True}], [{"status": 500}], None],
+    ids=["cut-off-stream", "server-error", "connection-refused"],
+)
+def test_a_failed_follow_up_falls_back_to_the_scripted_one(graders: Graders, server: tuple[str, Recorded], script: Any) -> None:
+    base_url, recorded = server
+    if script is None:
+        base_url = dead_port()
+    else:
+        recorded.script = list(script)
+    question = graders.bank.get("q02")
+    followup = question.followups[0]
+    grade = graders.offline.grade(question, ANSWER)
+    final = list(interviewer_for(base_url).stream(question, followup, ANSWER, grade, "zh"))[-1]
+    assert final.splitlines()[0].startswith("（模型追问失败") and final.endswith(followup.question.zh)
+
+
+def test_the_session_keeps_the_models_wording_but_its_own_choice(graders: Graders, tmp_path: Any) -> None:
+    from interviewer.session import Session, make_plan
+    from interviewer.store import Store
+
+    store = Store(tmp_path / "s.db").open()
+    session = Session.start(store, graders.bank, graders.offline, make_plan(graders.bank, "question", "q02"), max_followups=1)
+    outcome = session.submit(ANSWER)
+    assert outcome.next.kind == "followup"
+    chosen = outcome.next.followup_id
+    session.word_followup("你说靠预取隐藏通信，那预取的顺序是怎么确定的？")
+    again = Session.resume(store, graders.bank, graders.offline, session.id).prompt()
+    assert again.text == "你说靠预取隐藏通信，那预取的顺序是怎么确定的？" and again.followup_id == chosen
+    session.submit("按第一次迭代记录的执行顺序。")
+    assert session.prompt().kind == "end"  # the cap holds whatever the model says
