@@ -283,8 +283,9 @@ def interview(
     settings = _settings()
     graders = Graders(settings)
     store = _store(settings)
+    grader = graders.choose("auto")
     if resume:
-        session = Session.resume(store, graders.bank, graders.offline, resume)
+        session = Session.resume(store, graders.bank, grader, resume)
     else:
         if weak:
             plan = weak_plan(store, graders.bank)
@@ -299,14 +300,22 @@ def interview(
         session = Session.start(
             store,
             graders.bank,
-            graders.offline,
+            grader,
             plan,
             mode="practice" if mode == "practice" else "interview",
             lang="en" if lang == "en" else "zh",
             max_followups=settings.interview.max_followups,
         )
-    console.print("[dim]" + ("离线评分（未配置模型）" if lang == "zh" else "Offline grading (no model configured)") + "[/dim]")
-    run(session, console)
+    interviewer_model = None
+    if settings.endpoint.configured:
+        from .llm import describe_endpoint
+        from .llm_interviewer import LLMInterviewer
+
+        interviewer_model = LLMInterviewer(settings)
+        console.print(f"[dim]LLM: {describe_endpoint(settings)} (offline grader as second opinion)[/dim]")
+    else:
+        console.print("[dim]" + ("离线评分（未配置模型）" if lang == "zh" else "Offline grading (no model configured)") + "[/dim]")
+    run(session, console, interviewer=interviewer_model)
 
 
 @app.command()
@@ -327,7 +336,9 @@ def simulate(
     settings = _settings()
     graders = Graders(settings)
     script = read_script(answers.read_text(encoding="utf-8").splitlines(), graders.bank)
-    session = run(_store(settings), graders.bank, graders.offline, script, "en" if lang == "en" else "zh", settings.interview.max_followups)
+    session = run(
+        _store(settings), graders.bank, graders.choose("auto"), script, "en" if lang == "en" else "zh", settings.interview.max_followups
+    )
     outcome = result(session)
     if as_json:
         typer.echo(json.dumps(outcome, ensure_ascii=False, indent=2))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -77,7 +78,7 @@ def read_answer(ask: Callable[[str], str]) -> str | None:
         lines.append(line)
 
 
-def run(session: Session, console: Console, ask: Callable[[str], str] = input) -> None:
+def run(session: Session, console: Console, ask: Callable[[str], str] = input, interviewer: Any = None) -> None:
     lang = session.lang
     console.print(f"[bold]session {session.id}[/bold] — {HELP[lang]}")
     while True:
@@ -119,3 +120,20 @@ def run(session: Session, console: Console, ask: Callable[[str], str] = input) -
             console.print(f"[yellow]{notice}[/yellow]")
         if outcome.show_feedback:
             show_grade(console, outcome.grade)
+        if interviewer is not None and outcome.next.kind == "followup" and outcome.next.question_id:
+            stream_followup(session, interviewer, console, answer, outcome)
+
+
+def stream_followup(session: Session, interviewer: Any, console: Console, answer: str, outcome: Any) -> None:
+    """Let the model word the follow-up the session chose, printing it as it arrives."""
+    question = session.bank.get(outcome.next.question_id)
+    followup = next(f for f in question.followups if f.id == outcome.next.followup_id)
+    shown = ""
+    for text in interviewer.stream(question, followup, answer, outcome.grade, session.lang):
+        if text.startswith(shown):
+            console.print(escape(text[len(shown) :]), end="")
+        else:  # the fallback replaced what was streamed
+            console.print("\n" + escape(text), end="")
+        shown = text
+    console.print()
+    session.word_followup(shown)

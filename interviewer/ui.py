@@ -9,7 +9,8 @@ session id lives in the browser (``gr.BrowserState``) so a reload resumes it.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,15 +106,31 @@ class Handlers:
         self.settings = settings
         self.graders = graders
         self.store = store
+        self.grader = graders.choose("auto")  # the LLM when an endpoint is configured
+        self.interviewer: Any = None
+        if settings.endpoint.configured:
+            from .llm_interviewer import LLMInterviewer
+
+            self.interviewer = LLMInterviewer(settings)
 
     @property
     def badge(self) -> str:
+        if self.settings.endpoint.configured:
+            from .llm import describe_endpoint
+
+            return f"**LLM: {describe_endpoint(self.settings)}** (offline grader as second opinion)"
         return "**" + TEXT["zh"]["offline"] + " · " + TEXT["en"]["offline"] + "**"
+
+    def check_model(self) -> str:
+        """The connection check, one line per check; the key is never shown."""
+        from .doctor import run
+
+        return "\n".join(("- ok: " if c.ok else "- **fix**: ") + c.message for c in run(self.settings))
 
     def _session(self, session_id: str) -> Session:
         if not session_id:
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        return Session.resume(self.store, self.graders.bank, self.graders.offline, session_id)
+        return Session.resume(self.store, self.graders.bank, self.grader, session_id)
 
     # -- events ------------------------------------------------------------------------------------
     def start(self, plan: str, question: str | None, topic: str | None, mode: str, lang: str) -> View:
@@ -131,7 +148,7 @@ class Handlers:
         session = Session.start(
             self.store,
             bank,
-            self.graders.offline,
+            self.grader,
             chosen,
             mode="practice" if mode == "practice" else "interview",
             lang="en" if lang == "en" else "zh",
@@ -142,13 +159,31 @@ class Handlers:
     def resume(self, session_id: str) -> View:
         return self.view(self._session(session_id.strip()))
 
-    def submit(self, session_id: str, answer: str, code: str = "") -> View:
+    def answer(self, session_id: str, answer: str, code: str = "") -> Iterator[View]:
+        """Submit an answer; with an LLM interviewer the follow-up then streams in, view by view."""
         session = self._session(session_id)
         text = "\n\n".join(part for part in (answer.strip(), code.strip()) if part)
         if not text:
             raise InterviewerError(TEXT[session.lang]["empty"])
         outcome = session.submit(text)
-        return self.view(session, latest=outcome.grade if outcome.show_feedback else None)
+        latest = outcome.grade if outcome.show_feedback else None
+        view = self.view(session, latest=latest)
+        yield view
+        prompt = outcome.next
+        if self.interviewer is None or prompt.kind != "followup" or prompt.question_id is None:
+            return
+        question = self.graders.bank.get(prompt.question_id)
+        followup = next(f for f in question.followups if f.id == prompt.followup_id)
+        worded = ""
+        for worded in self.interviewer.stream(question, followup, text, outcome.grade, session.lang):
+            view = replace(view, chat=[*view.chat[:-1], {"role": "assistant", "content": "**↪** " + worded}])
+            yield view
+        session.word_followup(worded)
+
+    def submit(self, session_id: str, answer: str, code: str = "") -> View:
+        """The final view after an answer (the streamed steps consumed)."""
+        views = list(self.answer(session_id, answer, code))
+        return views[-1]
 
     def retry(self, session_id: str, answer: str, code: str = "") -> View:
         session = self._session(session_id)
@@ -265,6 +300,13 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             mode = gr.Radio(["interview", "practice"], value="interview", label="Mode")
             lang = gr.Radio(["zh", "en"], value="zh", label="Language")
             start = gr.Button("Start", variant="primary")
+            with gr.Accordion("Model", open=False):
+                gr.Markdown(
+                    "Set `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `INTERVIEWER_MODEL` before starting the app to "
+                    "grade and ask follow-ups with a model (OpenAI, vLLM, Ollama, DeepSeek, Qwen …)."
+                )
+                check = gr.Button("Check connection")
+                check_result = gr.Markdown()
             with gr.Accordion("History", open=False):
                 history = gr.Dataframe(
                     headers=["id", "status", "mode", "lang", "plan", "answered", "overall"], interactive=False, wrap=True
@@ -301,9 +343,11 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             )
 
         def guarded(handler: Any) -> Any:
-            def run(*args: Any) -> tuple[Any, ...]:
+            def run(*args: Any) -> Iterator[tuple[Any, ...]]:
                 try:
-                    return show(handler(*args))
+                    result = handler(*args)
+                    for view in [result] if isinstance(result, View) else result:
+                        yield show(view)
                 except InterviewerError as exc:
                     raise gr.Error(str(exc)) from None
 
@@ -313,12 +357,13 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").then(
             handlers.history, None, history, api_visibility="undocumented"
         )
-        submit.click(guarded(handlers.submit), [session_id, answer, code], outputs, api_name="submit")
+        submit.click(guarded(handlers.answer), [session_id, answer, code], outputs, api_name="submit")
         retry.click(guarded(handlers.retry), [session_id, answer, code], outputs, api_name="retry")
         skip.click(guarded(handlers.skip), [session_id], outputs, api_name="skip")
         dont_know.click(guarded(handlers.dont_know), [session_id], outputs, api_name="dont_know")
         proceed.click(guarded(handlers.proceed), [session_id], outputs, api_name="next_round")
         resume.click(guarded(handlers.resume), [resume_id], outputs, api_name="resume")
+        check.click(handlers.check_model, None, check_result, api_name="check_model")
 
         def on_load(saved: str) -> tuple[Any, ...]:
             if not saved:

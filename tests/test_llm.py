@@ -289,3 +289,27 @@ def test_the_session_keeps_the_models_wording_but_its_own_choice(graders: Grader
     assert again.text == "你说靠预取隐藏通信，那预取的顺序是怎么确定的？" and again.followup_id == chosen
     session.submit("按第一次迭代记录的执行顺序。")
     assert session.prompt().kind == "end"  # the cap holds whatever the model says
+
+
+def test_the_app_streams_the_models_follow_up(
+    graders: Graders, server: tuple[str, Recorded], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from interviewer.store import Store
+    from interviewer.ui import Handlers
+
+    base_url, recorded = server
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("INTERVIEWER_MODEL", "test-model")
+    monkeypatch.setenv("INTERVIEWER_LLM__STRUCTURED_OUTPUT", "json_schema")
+    settings = Settings(home=tmp_path)
+    handlers = Handlers(settings, Graders(settings), Store(tmp_path / "s.db").open())
+    assert "LLM: test-model" in handlers.badge
+    view = handlers.start("question", "q02", None, "practice", "zh")
+    recorded.script = [{"content": GOOD_REPLY}, {"stream": ["你说靠预取，", "那预取顺序从哪来？"]}]
+    steps = list(handlers.answer(view.session_id, ANSWER))
+    assert [s.chat[-1]["content"] for s in steps[-2:]] == ["**↪** 你说靠预取，", "**↪** 你说靠预取，那预取顺序从哪来？"]
+    assert "Score" in steps[-1].feedback or "得分" in steps[-1].feedback
+    resumed = handlers.resume(view.session_id)
+    assert resumed.chat[-1]["content"] == "**↪** 你说靠预取，那预取顺序从哪来？"
+    assert SECRET not in handlers.check_model()
