@@ -40,3 +40,4 @@ bench: install-test
 	$(PY) benchmarks/bench_retrieval.py
 	$(PY) benchmarks/bench_grader.py
 	$(PY) benchmarks/bench_session.py
+	$(PY) benchmarks/bench_llm.py

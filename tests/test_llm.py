@@ -313,3 +313,5 @@ def test_the_app_streams_the_models_follow_up(
     resumed = handlers.resume(view.session_id)
     assert resumed.chat[-1]["content"] == "**↪** 你说靠预取，那预取顺序从哪来？"
     assert SECRET not in handlers.check_model()
+    stored = b"".join(f.read_bytes() for f in tmp_path.rglob("*") if f.is_file())
+    assert SECRET.encode() not in stored, "the key must never be written to the sessions or settings"
