@@ -7,6 +7,7 @@ needs ``interviewer serve --share --auth user:password``.
 from __future__ import annotations
 
 import os
+import threading
 
 
 def main() -> None:
@@ -17,8 +18,12 @@ def main() -> None:
     from interviewer.ui import create
 
     settings = Settings()
-    report = KnowledgeIndex(settings).build(progress=True)  # the first run builds the index
-    print(f"knowledge index: {report.passages} passages ({report.embedded} embedded now)")
+    index = KnowledgeIndex(settings)
+    if not index.path.exists():  # the first run builds the index, with progress
+        report = index.build(progress=True)
+        print(f"knowledge index built: {report.passages} passages")
+    else:  # later runs start at once and bring the index up to date in the background
+        threading.Thread(target=index.ensure_current, name="index-refresh", daemon=True).start()
     create(settings).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
 
 
