@@ -75,8 +75,8 @@ def make_plan(bank: Bank, kind: PlanKind = "full", value: str | int | None = Non
     raise SessionError(f"unknown plan '{kind}': use full, round, question or topic (weak points: weak_plan)")
 
 
-def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT) -> Plan:
-    """The questions whose latest answer, across all sessions, scored lowest (under 7), weakest first."""
+def latest_scores(store: Store) -> dict[str, float]:
+    """Each question's latest main-answer score across all sessions."""
     latest: dict[str, tuple[float, float]] = {}  # question id -> (answered_at, score)
     for row in store.sessions():
         for turn in store.turns(row.id):
@@ -84,7 +84,12 @@ def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT) -> Plan:
                 continue
             if turn.question_id not in latest or turn.answered_at >= latest[turn.question_id][0]:
                 latest[turn.question_id] = (turn.answered_at, float(turn.grade["score"]))
-    weak = sorted((score, question_id) for question_id, (_, score) in latest.items() if score < WEAK_BELOW)
+    return {question_id: score for question_id, (_, score) in latest.items()}
+
+
+def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT) -> Plan:
+    """The questions whose latest answer, across all sessions, scored lowest (under 7), weakest first."""
+    weak = sorted((score, question_id) for question_id, score in latest_scores(store).items() if score < WEAK_BELOW)
     if not weak:
         raise SessionError("no weak points yet: sit an interview or a round first")
     order = [q.id for q in bank.questions]

@@ -19,7 +19,7 @@ import gradio as gr
 from .batch import Graders
 from .errors import InterviewerError
 from .grading import Grade
-from .session import Prompt, Session, make_plan, weak_plan
+from .session import Prompt, Session, latest_scores, make_plan, weak_plan
 from .settings import Settings
 from .store import Store, Turn
 
@@ -218,6 +218,29 @@ class Handlers:
             )
         return rows
 
+    def progress_over_time(self) -> Any:
+        """Overall score of every session with an answer, oldest first (for the chart)."""
+        import datetime
+
+        import pandas as pd
+
+        rows = []
+        for row in reversed(self.store.sessions()):
+            overall = Session(self.store, self.graders.bank, self.graders.offline, row).scores().overall
+            if overall is not None:
+                when = datetime.datetime.fromtimestamp(row.created_at)
+                rows.append({"started": when, "overall": overall, "plan": row.plan["label"]})
+        return pd.DataFrame(rows, columns=["started", "overall", "plan"])
+
+    def weakest_topics(self, limit: int = 8) -> list[list[Any]]:
+        """Topics by the mean of their questions' latest scores, weakest first."""
+        by_topic: dict[str, list[float]] = {}
+        for question_id, score in latest_scores(self.store).items():
+            for topic in self.graders.bank.get(question_id).topics:
+                by_topic.setdefault(topic, []).append(score)
+        ranked = sorted((sum(v) / len(v), topic, len(v)) for topic, v in by_topic.items())
+        return [[topic, round(mean, 1), n] for mean, topic, n in ranked[:limit]]
+
     # -- the view ----------------------------------------------------------------------------------
     def view(self, session: Session, latest: Grade | None = None) -> View:
         lang = session.lang
@@ -313,6 +336,8 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 )
                 resume_id = gr.Textbox(label="Session id to resume")
                 resume = gr.Button("Resume")
+                chart = gr.LinePlot(x="started", y="overall", title="Overall score over time", y_lim=[0, 10], height=220)
+                weakest = gr.Dataframe(headers=["topic", "mean score", "questions"], interactive=False, label="Weakest topics")
         progress = gr.Markdown(handlers.badge)
         chat = gr.Chatbot(height=480, label="Interview")
         answer = gr.Textbox(lines=6, label="Your answer", placeholder="中文或 English")
@@ -354,8 +379,11 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             run.__name__ = handler.__name__
             return run
 
+        def refresh_history() -> tuple[Any, Any, Any]:
+            return handlers.history(), handlers.progress_over_time(), handlers.weakest_topics()
+
         start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").then(
-            handlers.history, None, history, api_visibility="undocumented"
+            refresh_history, None, [history, chart, weakest], api_visibility="undocumented"
         )
         submit.click(guarded(handlers.answer), [session_id, answer, code], outputs, api_name="submit")
         retry.click(guarded(handlers.retry), [session_id, answer, code], outputs, api_name="retry")
@@ -374,7 +402,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 return (gr.skip(),) * len(outputs)
 
         demo.load(on_load, [session_id], outputs, api_visibility="undocumented").then(
-            handlers.history, None, history, api_visibility="undocumented"
+            refresh_history, None, [history, chart, weakest], api_visibility="undocumented"
         )
     demo.queue(default_concurrency_limit=4, max_size=64)
     return demo

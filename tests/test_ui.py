@@ -108,3 +108,16 @@ def test_the_running_app_through_gradio_client(running_app: str) -> None:
         session_id, "ZeRO-1 shards optimizer states, ZeRO-2 also gradients, ZeRO-3 also parameters.", "", api_name="/submit"
     )
     assert "Score" in feedback and "ZeRO-1 shards optimizer states" in str(chat)
+
+
+def test_history_charts_scores_and_ranks_weak_topics(handlers: Handlers) -> None:
+    view = handlers.start("round 1", None, None, "practice", "zh")
+    handlers.submit(view.session_id, GOOD)
+    handlers.skip(view.session_id)  # the q01 follow-up
+    frame = handlers.progress_over_time()
+    assert list(frame.columns) == ["started", "overall", "plan"] and len(frame) == 1
+    skipped = handlers.start("question", "q05", None, "interview", "zh")
+    handlers.skip(skipped.session_id)
+    weakest = handlers.weakest_topics()
+    assert weakest[0][1] == 0.0 and weakest[0][0] in handlers.graders.bank.get("q05").topics
+    assert [row[1] for row in weakest] == sorted(row[1] for row in weakest)
