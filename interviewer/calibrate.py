@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +20,17 @@ from .answer import Answer
 from .batch import Graders
 from .calibration import fit, fit_reference
 from .settings import Settings
+
+
+def held_out_predictions(groups: list[Any], train: Callable[[list[int]], Any], predict: Callable[[Any, int], float]) -> np.ndarray:
+    """Leave-one-group-out: each item predicted by a model fitted without its group (its question)."""
+    predicted = np.zeros(len(groups))
+    for held_out in sorted(set(groups), key=str):
+        model = train([i for i, g in enumerate(groups) if g != held_out])
+        for i, g in enumerate(groups):
+            if g == held_out:
+                predicted[i] = predict(model, i)
+    return predicted
 
 
 def rubric(graders: Graders, path: Path) -> None:
@@ -29,13 +42,11 @@ def rubric(graders: Graders, path: Path) -> None:
         compiled = graders.offline._compile(question.id, tuple(question.criteria))
         features.append(graders.offline.analyse(answer, compiled)[1])
     scores = [float(r["score"]) for r in rows]
-    predicted = np.zeros(len(rows))
-    for held_out in sorted({r["question_id"] for r in rows}):
-        train = [i for i, r in enumerate(rows) if r["question_id"] != held_out]
-        model = fit([features[i] for i in train], [scores[i] for i in train], "cross-validation")
-        for i, r in enumerate(rows):
-            if r["question_id"] == held_out:
-                predicted[i] = model.score(features[i])
+    predicted = held_out_predictions(
+        [r["question_id"] for r in rows],
+        lambda train: fit([features[i] for i in train], [scores[i] for i in train], "cross-validation"),
+        lambda model, i: model.score(features[i]),
+    )
     print(
         f"rubric, leave-one-question-out on {path.name}: Spearman {metrics.spearman(predicted, scores):.3f}, "
         f"QWK {metrics.quadratic_weighted_kappa(predicted, scores):.3f}, MAE {metrics.mean_absolute_error(predicted, scores):.2f}"
@@ -50,18 +61,13 @@ def reference(graders: Graders, path: Path) -> None:
     vectors, scores, groups = [], [], []
     for row in rows:
         refs = [row[k] for k in ("reference", "reference1", "reference2", "reference3") if str(row.get(k) or "").strip()]
-        best = max((graders.reference.features(row["answer"], r) for r in refs), key=lambda f: f.bigram_recall)
-        vectors.append(best.vector())
+        vectors.append(graders.reference.best_features(row["answer"], refs).vector())
         scores.append(float(row["score"]))
         groups.append(row.get("q_id") or row.get("question"))
     x, y = np.array(vectors), np.array(scores)
-    predicted = np.zeros(len(y))
-    for held_out in sorted(set(groups)):
-        train = [i for i, g in enumerate(groups) if g != held_out]
-        model = fit_reference(x[train], y[train], "cross-validation")
-        for i, g in enumerate(groups):
-            if g == held_out:
-                predicted[i] = model.score(x[i])
+    predicted = held_out_predictions(
+        groups, lambda train: fit_reference(x[train], y[train], "cross-validation"), lambda model, i: model.score(x[i])
+    )
     print(
         f"reference, leave-one-question-out on {path.parent.name}: Pearson {metrics.pearson(predicted, y):.3f}, "
         f"Spearman {metrics.spearman(predicted, y):.3f}, QWK {metrics.quadratic_weighted_kappa(predicted, y):.3f}"

@@ -106,7 +106,7 @@ class ReferenceGrader:
         candidates = [self.features(answer, r) for r in references if r.strip()]
         if not candidates:
             raise ValueError("no reference text to grade against")
-        return max(candidates, key=lambda f: self.calibration.score(f.vector()))
+        return max(candidates, key=lambda f: f.bigram_recall)  # the reference the answer follows most closely
 
     def grade(
         self,

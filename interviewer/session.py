@@ -30,6 +30,15 @@ WEAK_LIMIT = 5
 FOLLOWUP_SHARE = 0.3  # how much the answered follow-ups weigh in a question's score
 
 
+def format_clock(seconds: int | None) -> str:
+    """A round's time left as m:ss ('-' once over); empty when the plan has no clock."""
+    if seconds is None:
+        return ""
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    return f"{sign}{seconds // 60}:{seconds % 60:02d}"
+
+
 class SessionError(InterviewerError):
     pass
 

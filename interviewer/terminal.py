@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from .grading import Grade
-from .session import Prompt, RoundScore, Session
+from .session import Prompt, RoundScore, Session, format_clock
 
 HELP = {
     "zh": "多行作答，单独一行 . 结束。命令：:skip 跳过，:idk 不会，:retry 重答（练习模式），:quit 保存并退出。",
@@ -20,16 +20,8 @@ HELP = {
 }
 
 
-def _clock(seconds: int | None) -> str:
-    if seconds is None:
-        return ""
-    sign = "-" if seconds < 0 else ""
-    seconds = abs(seconds)
-    return f"{sign}{seconds // 60}:{seconds % 60:02d}"
-
-
 def show_prompt(console: Console, prompt: Prompt, lang: str) -> None:
-    left = _clock(prompt.time_left_s)
+    left = format_clock(prompt.time_left_s)
     head = f"{prompt.round_title}  ·  {prompt.number}/{prompt.total}" + (f"  ·  ⏱ {left}" if left else "")
     label = {"question": "面试官" if lang == "zh" else "Interviewer", "followup": "追问" if lang == "zh" else "Follow-up"}[prompt.kind]
     console.print(Panel(escape(prompt.text), title=escape(f"{label} [{prompt.question_id}]"), subtitle=escape(head)))

@@ -19,7 +19,7 @@ import gradio as gr
 from .batch import Graders
 from .errors import InterviewerError
 from .grading import Grade
-from .session import Prompt, Session, latest_scores, make_plan, weak_plan
+from .session import Prompt, Session, format_clock, latest_scores, make_plan, weak_plan
 from .settings import Settings
 from .store import Store, Turn
 
@@ -68,14 +68,6 @@ class View:
     can_answer: bool
     can_continue: bool
     can_retry: bool
-
-
-def _clock(seconds: int | None) -> str:
-    if seconds is None:
-        return ""
-    sign = "-" if seconds < 0 else ""
-    seconds = abs(seconds)
-    return f"{sign}{seconds // 60}:{seconds % 60:02d}"
 
 
 def feedback_card(grade: Grade, lang: str) -> str:
@@ -256,7 +248,7 @@ class Handlers:
         if prompt.round_title:
             progress += f"**{prompt.round_title}** · {t['question'].format(n=prompt.number, total=prompt.total)}"
             if prompt.time_left_s is not None:
-                progress += f" · {_clock(prompt.time_left_s)} {t['left']}"
+                progress += f" · {format_clock(prompt.time_left_s)} {t['left']}"
         progress += f"\n\n`session {session.id}` · {session.mode}"
         return View(
             session_id=session.id,
