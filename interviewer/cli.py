@@ -431,6 +431,33 @@ def serve(
 
 @app.command()
 @clean_errors
+def report(
+    session_id: Annotated[str, typer.Argument(help="The session (see `interviewer sessions`).")],
+    format_: Annotated[str, typer.Option("--format", help="md or html (self-contained; print it to PDF from a browser).")] = "md",
+    out: Annotated[Path | None, typer.Option("--out", help="Write here instead of printing.")] = None,
+) -> None:
+    """The feedback report of a session, finished or not."""
+    from . import report as reports
+    from .batch import Graders
+    from .session import Session
+
+    if format_ not in {"md", "html"}:
+        raise InterviewerError("--format must be md or html")
+    settings = _settings()
+    graders = Graders(settings)
+    store = _store(settings)
+    session = Session(store, graders.bank, graders.offline, store.session(session_id))
+    built = reports.build(session)
+    text = reports.markdown(built) if format_ == "md" else reports.to_html(built)
+    if out is None:
+        typer.echo(text)
+        return
+    out.write_text(text, encoding="utf-8")
+    console.print(f"Report written to {out}")
+
+
+@app.command()
+@clean_errors
 def doctor() -> None:
     """Check the model endpoint: reachable, model served, structured output works."""
     from .doctor import run

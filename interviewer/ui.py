@@ -68,6 +68,8 @@ class View:
     can_answer: bool
     can_continue: bool
     can_retry: bool
+    report: str = ""  # the Markdown report once the interview is over
+    report_file: str | None = None  # its self-contained HTML, for download
 
 
 def feedback_card(grade: Grade, lang: str) -> str:
@@ -250,6 +252,9 @@ class Handlers:
             if prompt.time_left_s is not None:
                 progress += f" · {format_clock(prompt.time_left_s)} {t['left']}"
         progress += f"\n\n`session {session.id}` · {session.mode}"
+        report_md, report_file = "", None
+        if prompt.kind == "end":
+            report_md, report_file = self._report(session)
         return View(
             session_id=session.id,
             chat=chat,
@@ -259,7 +264,19 @@ class Handlers:
             can_answer=prompt.kind in {"question", "followup"},
             can_continue=prompt.kind == "round-summary",
             can_retry=session.mode == "practice" and any(t.kind == "answer" for t in turns),
+            report=report_md,
+            report_file=report_file,
         )
+
+    def _report(self, session: Session) -> tuple[str, str]:
+        from . import report as reports
+
+        built = reports.build(session)
+        folder = self.settings.home / "reports"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"report-{session.id}.html"
+        path.write_text(reports.to_html(built), encoding="utf-8")
+        return reports.markdown(built), str(path)
 
     def _prompt_text(self, prompt: Prompt, session: Session) -> str:
         if prompt.kind == "round-summary" and prompt.summary is not None:
@@ -341,15 +358,16 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             retry = gr.Button("Retry (practice)", visible=False)
             proceed = gr.Button("Next round", visible=False)
         feedback = gr.Markdown()
+        download = gr.DownloadButton("Download the report (HTML)", visible=False)
 
-        outputs = [session_id, chat, progress, feedback, code, answer, submit, dont_know, skip, retry, proceed]
+        outputs = [session_id, chat, progress, feedback, code, answer, submit, dont_know, skip, retry, proceed, download]
 
         def show(view: View) -> tuple[Any, ...]:
             return (
                 view.session_id,
                 view.chat,
                 view.progress,
-                view.feedback,
+                view.report or view.feedback,
                 gr.update(visible=view.code_question, value=""),
                 gr.update(value="", interactive=view.can_answer),
                 gr.update(interactive=view.can_answer),
@@ -357,6 +375,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 gr.update(interactive=view.can_answer),
                 gr.update(visible=view.can_retry),
                 gr.update(visible=view.can_continue),
+                gr.update(visible=view.report_file is not None, value=view.report_file),
             )
 
         def guarded(handler: Any) -> Any:

@@ -1,0 +1,80 @@
+"""Reports for simulated candidates, and hostile answers rendered as text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from interviewer import report as reports
+from interviewer.batch import Graders
+from interviewer.session import Session, make_plan
+from interviewer.settings import PROJECT_ROOT, Settings
+from interviewer.simulate import ScriptedAnswer, run
+from interviewer.store import Store
+
+DEV = PROJECT_ROOT.parent / "shared" / "eval" / "dev-answers.jsonl"
+Q16 = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "q16-answers.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def graders() -> Graders:
+    return Graders(Settings())
+
+
+def candidate(kind: str, q16: str) -> dict[str, ScriptedAnswer]:
+    rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
+    script = {r["question_id"]: ScriptedAnswer(question_id=r["question_id"], answer=r["answer"]) for r in rows if r["kind"] == kind}
+    script["q16"] = ScriptedAnswer(question_id="q16", answer=q16)
+    return script
+
+
+@pytest.mark.skipif(not DEV.exists(), reason="needs ../shared/eval/dev-answers.jsonl")
+def test_expert_and_novice_reports(graders: Graders, tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db").open()
+    expert = reports.build(run(store, graders.bank, graders.offline, candidate("expert", Q16["expert"]), "zh", 2))
+    novice = reports.build(run(store, graders.bank, graders.offline, candidate("weak", Q16["novice"]), "zh", 2))
+    assert expert.overall is not None and novice.overall is not None and expert.overall > novice.overall + 4
+    assert len(expert.questions) == 16 and all(q.grade is not None for q in expert.questions)
+    # the novice's study plan starts with its weakest question, and its weakest topic leads the chart data
+    assert novice.plan[0][1] == min(q.score for q in novice.questions if q.score is not None)
+    assert novice.topics[0][1] == min(score for _, score in novice.topics)
+    assert len(novice.plan) > len(expert.plan)
+    text = reports.markdown(expert)
+    assert "模拟面试反馈报告" in text and "[q01]" in text
+    assert ("学习计划" in text) == bool(expert.plan)
+    page = reports.to_html(novice)
+    assert page.startswith("<!doctype html>") and "<svg" in page and "http" not in page.split("<body>")[0]
+
+
+def test_hostile_answers_show_as_text(graders: Graders, tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db").open()
+    session = Session.start(store, graders.bank, graders.offline, make_plan(graders.bank, "question", "q07"), lang="en")
+    hostile = '<script>alert("x")</script><img src=x onerror=alert(1)> shared memory has 32 banks'
+    session.submit(hostile)
+    page = reports.to_html(reports.build(session))
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+
+
+def test_report_command(graders: Graders, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interviewer.cli import app
+
+    runner = CliRunner()
+    script = tmp_path / "a.jsonl"
+    script.write_text(
+        json.dumps(
+            {"question_id": "q09", "answer": "先用 Nsight Systems 看时间线，再用 Nsight Compute 看热点 kernel。"}, ensure_ascii=False
+        )
+    )
+    session_id = json.loads(runner.invoke(app, ["simulate", str(script), "--json"]).stdout)["session_id"]
+    md = runner.invoke(app, ["report", session_id])
+    assert md.exit_code == 0 and "[q09]" in md.stdout
+    out = tmp_path / "r.html"
+    assert runner.invoke(app, ["report", session_id, "--format", "html", "--out", str(out)]).exit_code == 0
+    assert "Nsight Systems" in out.read_text(encoding="utf-8")
+    assert runner.invoke(app, ["report", session_id, "--format", "pdf"]).exit_code == 1
