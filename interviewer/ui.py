@@ -115,11 +115,40 @@ class Handlers:
             return f"**LLM: {describe_endpoint(self.settings)}** (offline grader as second opinion)"
         return "**" + TEXT["zh"]["offline"] + " · " + TEXT["en"]["offline"] + "**"
 
-    def check_model(self) -> str:
-        """The connection check, one line per check; the key is never shown."""
-        from .doctor import run
+    def check_model(self, base_url: str = "", model: str = "", api_key: str = "") -> tuple[str, str, str]:
+        """Check an endpoint; when every check passes, new interviews on this server use it.
 
-        return "\n".join(("- ok: " if c.ok else "- **fix**: ") + c.message for c in run(self.settings))
+        Returns the result, the badge, and an empty key box: the key is never shown back."""
+        from pydantic import SecretStr
+
+        from .doctor import run
+        from .settings import EndpointSettings
+
+        candidate = self.settings
+        if base_url.strip() or model.strip() or api_key.strip():
+            endpoint = EndpointSettings(
+                base_url=base_url.strip() or self.settings.endpoint.base_url,
+                api_key=SecretStr(api_key.strip()) if api_key.strip() else self.settings.endpoint.api_key,
+                model=model.strip() or self.settings.endpoint.model,
+            )
+            candidate = self.settings.model_copy(update={"endpoint": endpoint})
+        checks = run(candidate)
+        result = "\n".join(("- ok: " if c.ok else "- **fix**: ") + c.message for c in checks)
+        if candidate is not self.settings and all(c.ok for c in checks):
+            self.use(candidate)
+            result += "\n\nNew interviews on this server now use this model."
+        return result, self.badge, ""
+
+    def use(self, settings: Settings) -> None:
+        """Switch the grader and the interviewer for the interviews started from now on."""
+        self.settings = settings
+        self.graders = Graders(settings)
+        self.grader = self.graders.choose("auto")
+        self.interviewer = None
+        if settings.endpoint.configured:
+            from .llm_interviewer import LLMInterviewer
+
+            self.interviewer = LLMInterviewer(settings)
 
     def _session(self, session_id: str) -> Session:
         if not session_id:
@@ -263,7 +292,7 @@ class Handlers:
             code_question=prompt.answer_format == "code",
             can_answer=prompt.kind in {"question", "followup"},
             can_continue=prompt.kind == "round-summary",
-            can_retry=session.mode == "practice" and any(t.kind == "answer" for t in turns),
+            can_retry=session.mode == "practice" and prompt.kind in {"question", "followup"} and any(t.kind == "answer" for t in turns),
             report=report_md,
             report_file=report_file,
         )
@@ -334,10 +363,14 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             start = gr.Button("Start", variant="primary")
             with gr.Accordion("Model", open=False):
                 gr.Markdown(
-                    "Set `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `INTERVIEWER_MODEL` before starting the app to "
-                    "grade and ask follow-ups with a model (OpenAI, vLLM, Ollama, DeepSeek, Qwen …)."
+                    "An OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, DeepSeek, Qwen …) grades and asks the "
+                    "follow-ups; without one, grading is offline. Applies to this server's new interviews; "
+                    "`OPENAI_BASE_URL`, `OPENAI_API_KEY` and `INTERVIEWER_MODEL` set it at start-up."
                 )
-                check = gr.Button("Check connection")
+                model_url = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1")
+                model_name = gr.Textbox(label="Model", placeholder="Qwen2.5-32B-Instruct")
+                model_key = gr.Textbox(label="API key", type="password", placeholder="never shown back")
+                check = gr.Button("Check connection and use")
                 check_result = gr.Markdown()
             with gr.Accordion("History", open=False):
                 history = gr.Dataframe(
@@ -402,7 +435,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         dont_know.click(guarded(handlers.dont_know), [session_id], outputs, api_name="dont_know")
         proceed.click(guarded(handlers.proceed), [session_id], outputs, api_name="next_round")
         resume.click(guarded(handlers.resume), [resume_id], outputs, api_name="resume")
-        check.click(handlers.check_model, None, check_result, api_name="check_model")
+        check.click(handlers.check_model, [model_url, model_name, model_key], [check_result, progress, model_key], api_name="check_model")
 
         def on_load(saved: str) -> tuple[Any, ...]:
             if not saved:

@@ -312,6 +312,24 @@ def test_the_app_streams_the_models_follow_up(
     assert "Score" in steps[-1].feedback or "得分" in steps[-1].feedback
     resumed = handlers.resume(view.session_id)
     assert resumed.chat[-1]["content"] == "**↪** 你说靠预取，那预取顺序从哪来？"
-    assert SECRET not in handlers.check_model()
+    result, badge, key_box = handlers.check_model()
+    assert SECRET not in result and SECRET not in badge and key_box == ""
     stored = b"".join(f.read_bytes() for f in tmp_path.rglob("*") if f.is_file())
     assert SECRET.encode() not in stored, "the key must never be written to the sessions or settings"
+
+
+def test_the_app_switches_to_a_model_after_a_successful_check(graders: Graders, server: tuple[str, Recorded], tmp_path: Any) -> None:
+    from interviewer.store import Store
+    from interviewer.ui import Handlers
+
+    base_url, recorded = server
+    settings = Settings(home=tmp_path)
+    handlers = Handlers(settings, Graders(settings), Store(tmp_path / "s.db").open())
+    assert "Offline" in handlers.badge
+    failed, badge, _ = handlers.check_model(dead_port(), "test-model", SECRET)
+    assert "cannot reach" in failed and "Offline" in badge  # nothing changes on a failed check
+    recorded.script = [{"content": '{"ok": true}'}]
+    result, badge, key_box = handlers.check_model(base_url, "test-model", SECRET)
+    assert "now use this model" in result and "LLM: test-model" in badge and key_box == ""
+    assert SECRET not in result + badge
+    assert handlers.grader.name == "llm"
