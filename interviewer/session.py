@@ -188,9 +188,15 @@ class Session:
         return cls(store, bank, grader, store.session(session_id), clock)
 
     @classmethod
-    def resume(cls, store: Store, bank: Bank, grader: Grader, session_id: str, clock: Callable[[], float] = time.time) -> Session:
+    def open(cls, store: Store, bank: Bank, grader: Grader, session_id: str, clock: Callable[[], float] = time.time) -> Session:
+        """The session as it stands, for one more event of an interview in progress (the clock runs on)."""
         session = cls(store, bank, grader, store.session(session_id), clock)
         session.recover()
+        return session
+
+    @classmethod
+    def resume(cls, store: Store, bank: Bank, grader: Grader, session_id: str, clock: Callable[[], float] = time.time) -> Session:
+        session = cls.open(store, bank, grader, session_id, clock)
         store.mark_prompt_shown(session_id, clock())  # time away does not count against the round
         session.row = store.session(session_id)
         return session

@@ -153,7 +153,7 @@ class Handlers:
     def _session(self, session_id: str) -> Session:
         if not session_id:
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        return Session.resume(self.store, self.graders.bank, self.grader, session_id)
+        return Session.open(self.store, self.graders.bank, self.grader, session_id)
 
     # -- events ------------------------------------------------------------------------------------
     def start(self, plan: str, question: str | None, topic: str | None, mode: str, lang: str) -> View:
@@ -180,7 +180,10 @@ class Handlers:
         return self.view(session)
 
     def resume(self, session_id: str) -> View:
-        return self.view(self._session(session_id.strip()))
+        """Come back to a session: the time away does not count against the round."""
+        if not session_id.strip():
+            raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
+        return self.view(Session.resume(self.store, self.graders.bank, self.grader, session_id.strip()))
 
     def answer(self, session_id: str, answer: str, code: str = "") -> Iterator[View]:
         """Submit an answer; with an LLM interviewer the follow-up then streams in, view by view."""
@@ -230,6 +233,15 @@ class Handlers:
         session = self._session(session_id)
         session.continue_after_summary()
         return self.view(session)
+
+    def clock(self, session_id: str) -> Any:
+        """The progress line again, so the round's time left keeps counting down on screen."""
+        if not session_id:
+            return gr.skip()
+        try:
+            return self.view(self._session(session_id)).progress
+        except InterviewerError:
+            return gr.skip()
 
     def history(self) -> list[list[Any]]:
         rows = []
@@ -435,6 +447,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         dont_know.click(guarded(handlers.dont_know), [session_id], outputs, api_name="dont_know")
         proceed.click(guarded(handlers.proceed), [session_id], outputs, api_name="next_round")
         resume.click(guarded(handlers.resume), [resume_id], outputs, api_name="resume")
+        gr.Timer(15).tick(handlers.clock, [session_id], progress, api_visibility="undocumented", queue=False)
         check.click(handlers.check_model, [model_url, model_name, model_key], [check_result, progress, model_key], api_name="check_model")
 
         def on_load(saved: str) -> tuple[Any, ...]:

@@ -121,3 +121,13 @@ def test_history_charts_scores_and_ranks_weak_topics(handlers: Handlers) -> None
     weakest = handlers.weakest_topics()
     assert weakest[0][1] == 0.0 and weakest[0][0] in handlers.graders.bank.get("q05").topics
     assert [row[1] for row in weakest] == sorted(row[1] for row in weakest)
+
+
+def test_the_rounds_clock_keeps_running_between_events(handlers: Handlers) -> None:
+    import time
+
+    view = handlers.start("round 2", None, None, "interview", "en")
+    handlers.store.mark_prompt_shown(view.session_id, time.time() - 600)  # ten minutes on the question
+    assert "110:0" in handlers.clock(view.session_id) or "109:5" in handlers.clock(view.session_id)
+    after = handlers.skip(view.session_id)
+    assert "110:0" in after.progress or "109:5" in after.progress  # the time spent on q06 counts
