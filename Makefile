@@ -18,10 +18,12 @@ install: $(PY)
 install-test: $(PY) install-browser
 	$(PY) -m pip install --quiet -e '.[test]'
 
-# Debian's Chromium and a CJK font for the browser tests (never `playwright install`: no downloads here).
+# Debian's Chromium and a CJK font for the browser tests (never `playwright install`: no downloads
+# here), Pango for the PDF reports, and poppler's pdftoppm to check their pages.
+DEBIAN_PACKAGES := chromium fonts-wqy-microhei libpango-1.0-0 libpangoft2-1.0-0 poppler-utils
 install-browser:
-	@dpkg -s chromium fonts-wqy-microhei >/dev/null 2>&1 || \
-		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium fonts-wqy-microhei)
+	@dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES))
 
 # The offline default: the web app on 127.0.0.1 (builds the index first if needed).
 run: install

@@ -433,7 +433,7 @@ def serve(
 @clean_errors
 def report(
     session_id: Annotated[str, typer.Argument(help="The session (see `interviewer sessions`).")],
-    format_: Annotated[str, typer.Option("--format", help="md or html (self-contained; print it to PDF from a browser).")] = "md",
+    format_: Annotated[str, typer.Option("--format", help="md, html (self-contained) or pdf.")] = "md",
     out: Annotated[Path | None, typer.Option("--out", help="Write here instead of printing.")] = None,
 ) -> None:
     """The feedback report of a session, finished or not."""
@@ -441,19 +441,79 @@ def report(
     from .batch import Graders
     from .session import Session
 
-    if format_ not in {"md", "html"}:
-        raise InterviewerError("--format must be md or html")
+    if format_ not in {"md", "html", "pdf"}:
+        raise InterviewerError("--format must be md, html or pdf")
+    if format_ == "pdf" and out is None:
+        raise InterviewerError("a PDF needs --out FILE")
     settings = _settings()
     graders = Graders(settings)
     store = _store(settings)
     session = Session(store, graders.bank, graders.offline, store.session(session_id))
     built = reports.build(session)
+    if format_ == "pdf":
+        assert out is not None
+        out.write_bytes(reports.to_pdf(built))
+        console.print(f"Report written to {out}")
+        return
     text = reports.markdown(built) if format_ == "md" else reports.to_html(built)
     if out is None:
         typer.echo(text)
         return
     out.write_text(text, encoding="utf-8")
     console.print(f"Report written to {out}")
+
+
+@app.command()
+@clean_errors
+def drill(
+    topic: Annotated[str | None, typer.Option("--topic", help="Only this topic's weak points.")] = None,
+    lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
+) -> None:
+    """Practise your weak points: the questions whose criteria are due for review (spaced repetition)."""
+    from .batch import Graders
+    from .session import Session, weak_plan
+    from .terminal import run
+
+    settings = _settings()
+    graders = Graders(settings)
+    store = _store(settings)
+    plan = weak_plan(store, graders.bank, topic=topic)
+    session = Session.start(
+        store, graders.bank, graders.choose("auto"), plan, mode="practice", lang="en" if lang == "en" else "zh",
+        max_followups=settings.interview.max_followups,
+    )  # fmt: skip
+    console.print(f"Drill: {', '.join(plan.questions)}")
+    run(session, console)
+
+
+@app.command()
+@clean_errors
+def progress(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
+    """Your scores per topic across sessions, and each criterion's review schedule."""
+    import time as _time
+
+    from .batch import Graders
+    from .progress import criterion_status, topic_history
+
+    settings = _settings()
+    graders = Graders(settings)
+    store = _store(settings)
+    history = topic_history(store, graders.bank, graders.offline)
+    status = criterion_status(store, _time.time())
+    if as_json:
+        typer.echo(json.dumps({"topics": history, "criteria": status}, ensure_ascii=False, indent=2))
+        return
+    sessions = list(dict.fromkeys(r["started"] for r in history))
+    table = Table(title="Score per topic over time")
+    table.add_column("topic")
+    for started in sessions:
+        table.add_column(started)
+    for topic in sorted({r["topic"] for r in history}):
+        cells = {r["started"]: str(r["score"]) for r in history if r["topic"] == topic}
+        table.add_row(topic, *(cells.get(s, "") for s in sessions))
+    console.print(table)
+    due = [s for s in status if s["due_in_days"] <= 0 and (s["last_quality"] or 0) < 5]
+    console.print(f"{len(due)} criteria due for review; `interviewer drill` practises them.")
 
 
 @app.command()

@@ -233,3 +233,16 @@ def _criterion_html(c: Any, t: dict[str, str]) -> str:
     if c.score < c.max_score and c.missing:
         inner += f"<li>{e(t['missed'])}: {e(c.missing[-1])}</li>"
     return f"<li><strong>{e(c.description)}</strong> {c.score}/{c.max_score}<ul>{inner}</ul></li>"
+
+
+def to_pdf(report: Report) -> bytes:
+    """The HTML report printed to PDF (WeasyPrint; Chinese needs a CJK font such as
+    fonts-wqy-microhei or Noto Sans CJK installed)."""
+    try:
+        from weasyprint import HTML
+    except (ImportError, OSError) as exc:  # OSError: the Pango libraries are missing
+        from .errors import InterviewerError
+
+        raise InterviewerError(f"PDF needs WeasyPrint and the Pango libraries ({exc}); use --format html and print it") from exc
+    pdf: bytes = HTML(string=to_html(report)).write_pdf()
+    return pdf

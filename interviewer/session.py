@@ -96,14 +96,23 @@ def latest_scores(store: Store) -> dict[str, float]:
     return {question_id: score for question_id, (_, score) in latest.items()}
 
 
-def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT) -> Plan:
-    """The questions whose latest answer, across all sessions, scored lowest (under 7), weakest first."""
-    weak = sorted((score, question_id) for question_id, score in latest_scores(store).items() if score < WEAK_BELOW)
-    if not weak:
-        raise SessionError("no weak points yet: sit an interview or a round first")
+def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT, topic: str | None = None, now: float | None = None) -> Plan:
+    """The questions whose criteria are due for review (spaced repetition), most overdue and
+    hardest first; when nothing is scheduled yet, the questions whose latest score is lowest."""
+    now = time.time() if now is None else now
     order = [q.id for q in bank.questions]
-    chosen = [question_id for _, question_id in weak[:limit] if question_id in order]
-    return Plan("weak", "my weak points", chosen)
+    wanted = {q.id for q in bank.questions if topic is None or topic in q.topics}
+    chosen: list[str] = []
+    for schedule in store.reviews():  # sorted by due date, then easiness
+        due = schedule.due_at <= now and schedule.last_quality is not None and schedule.last_quality < 5
+        if due and schedule.question_id in wanted and schedule.question_id not in chosen:
+            chosen.append(schedule.question_id)
+    if not chosen:
+        weak = sorted((score, qid) for qid, score in latest_scores(store).items() if score < WEAK_BELOW and qid in wanted)
+        chosen = [qid for _, qid in weak if qid in order]
+    if not chosen:
+        raise SessionError("no weak points yet: sit an interview or a round first" + (f" (topic {topic})" if topic else ""))
+    return Plan("weak", "my weak points" + (f": {topic}" if topic else ""), chosen[:limit])
 
 
 @dataclass(frozen=True)
@@ -419,7 +428,29 @@ class Session:
             else {"action": decision.action, "reason": decision.reason, "followup": decision.followup.id if decision.followup else None}
         )
         self.store.record_grade(turn.id, grade.model_dump(mode="json"), grading_ms, record)
+        self._schedule_reviews(grade, turn)
         return grade, decision, notices
+
+    def _schedule_reviews(self, grade: Grade, turn: Turn) -> None:
+        """Move each graded criterion's spaced-repetition schedule (SM-2); a pass or an "I don't
+        know" reschedules the question's criteria as failed."""
+        from .review import Schedule, quality, review
+
+        assert turn.question_id is not None
+        prefix = turn.question_id if turn.followup_id is None else f"{turn.question_id}/{turn.followup_id}"
+        question = self.bank.get(turn.question_id)
+        items: list[tuple[str, int]] = []
+        if grade.criteria:
+            items = [(f"{prefix}/{c.id}", quality(c.score, c.max_score)) for c in grade.criteria]
+        elif turn.kind in {"skip", "dont-know"} and turn.followup_id is None:
+            items = [(f"{prefix}/{c.id}", 0) for c in question.criteria]
+        now = self.clock()
+        updated = []
+        for key, q in items:
+            previous = self.store.review(key) or Schedule(key=key, question_id=turn.question_id)
+            updated.append(review(previous, q, now))
+        if updated:
+            self.store.save_reviews(updated)
 
     def _decide(self, question: Question, grade: Grade, turn: Turn) -> Decision | None:
         if turn.kind in {"skip", "dont-know"}:

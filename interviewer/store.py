@@ -76,8 +76,29 @@ def _initial(db: sqlite3.Connection) -> None:
     )
 
 
+def _reviews(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE reviews (
+            key TEXT PRIMARY KEY,          -- question/criterion or question/follow-up/criterion
+            question_id TEXT NOT NULL,
+            easiness REAL NOT NULL,
+            repetitions INTEGER NOT NULL,
+            interval_days REAL NOT NULL,
+            due_at REAL NOT NULL,
+            last_quality INTEGER,
+            last_score REAL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX reviews_due ON reviews(due_at)
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _initial),
+    ("0002_review_schedule", _reviews),
 ]
 
 
@@ -287,6 +308,31 @@ class Store:
 
     def pending_turns(self, session_id: str) -> list[Turn]:
         return [t for t in self.turns(session_id) if t.status == "pending"]
+
+    # -- the review schedule (spaced repetition) -------------------------------------------------
+    @staticmethod
+    def _schedule(row: sqlite3.Row) -> Any:
+        from .review import Schedule
+
+        data = dict(row)
+        data.pop("updated_at")
+        return Schedule(**data)
+
+    def review(self, key: str) -> Any:
+        row = self.db.execute("SELECT * FROM reviews WHERE key = ?", (key,)).fetchone()
+        return None if row is None else self._schedule(row)
+
+    def save_reviews(self, schedules: list[Any]) -> None:
+        with self.transaction() as db:
+            for s in schedules:
+                db.execute(
+                    "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (s.key, s.question_id, s.easiness, s.repetitions, s.interval_days, s.due_at, s.last_quality, s.last_score, time.time()),
+                )
+
+    def reviews(self) -> list[Any]:
+        """Every scheduled criterion, soonest due first (then hardest: lowest easiness)."""
+        return [self._schedule(r) for r in self.db.execute("SELECT * FROM reviews ORDER BY due_at, easiness")]
 
     def export(self, session_id: str) -> dict[str, Any]:
         row = self.session(session_id)

@@ -70,6 +70,7 @@ class View:
     can_retry: bool
     report: str = ""  # the Markdown report once the interview is over
     report_file: str | None = None  # its self-contained HTML, for download
+    report_pdf: str | None = None
 
 
 def feedback_card(grade: Grade, lang: str) -> str:
@@ -293,9 +294,9 @@ class Handlers:
             if prompt.time_left_s is not None:
                 progress += f" · {format_clock(prompt.time_left_s)} {t['left']}"
         progress += f"\n\n`session {session.id}` · {session.mode}"
-        report_md, report_file = "", None
+        report_md, report_file, report_pdf = "", None, None
         if prompt.kind == "end":
-            report_md, report_file = self._report(session)
+            report_md, report_file, report_pdf = self._report(session)
         return View(
             session_id=session.id,
             chat=chat,
@@ -307,17 +308,23 @@ class Handlers:
             can_retry=session.mode == "practice" and prompt.kind in {"question", "followup"} and any(t.kind == "answer" for t in turns),
             report=report_md,
             report_file=report_file,
+            report_pdf=report_pdf,
         )
 
-    def _report(self, session: Session) -> tuple[str, str]:
+    def _report(self, session: Session) -> tuple[str, str, str | None]:
         from . import report as reports
 
         built = reports.build(session)
         folder = self.settings.home / "reports"
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"report-{session.id}.html"
-        path.write_text(reports.to_html(built), encoding="utf-8")
-        return reports.markdown(built), str(path)
+        page = folder / f"report-{session.id}.html"
+        page.write_text(reports.to_html(built), encoding="utf-8")
+        pdf: str | None = str(folder / f"report-{session.id}.pdf")
+        try:
+            Path(str(pdf)).write_bytes(reports.to_pdf(built))
+        except InterviewerError:
+            pdf = None  # no PDF engine here: the HTML prints to PDF from the browser
+        return reports.markdown(built), str(page), pdf
 
     def _prompt_text(self, prompt: Prompt, session: Session) -> str:
         if prompt.kind == "round-summary" and prompt.summary is not None:
@@ -403,9 +410,11 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             retry = gr.Button("Retry (practice)", visible=False)
             proceed = gr.Button("Next round", visible=False)
         feedback = gr.Markdown()
-        download = gr.DownloadButton("Download the report (HTML)", visible=False)
+        with gr.Row():
+            download = gr.DownloadButton("Download the report (HTML)", visible=False)
+            download_pdf = gr.DownloadButton("Download the report (PDF)", visible=False)
 
-        outputs = [session_id, chat, progress, feedback, code, answer, submit, dont_know, skip, retry, proceed, download]
+        outputs = [session_id, chat, progress, feedback, code, answer, submit, dont_know, skip, retry, proceed, download, download_pdf]
 
         def show(view: View) -> tuple[Any, ...]:
             return (
@@ -421,6 +430,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 gr.update(visible=view.can_retry),
                 gr.update(visible=view.can_continue),
                 gr.update(visible=view.report_file is not None, value=view.report_file),
+                gr.update(visible=view.report_pdf is not None, value=view.report_pdf),
             )
 
         def guarded(handler: Any) -> Any:

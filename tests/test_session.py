@@ -211,10 +211,10 @@ def test_an_answer_survives_kill_9_during_grading(graders: Graders, tmp_path: Pa
 
 def test_migrations_are_named_and_applied_once(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db").open()
-    assert store.applied_migrations() == ["0001_initial"]
+    assert store.applied_migrations() == ["0001_initial", "0002_review_schedule"]
     store.close()
     again = Store(tmp_path / "s.db").open()
-    assert again.applied_migrations() == ["0001_initial"]
+    assert again.applied_migrations() == ["0001_initial", "0002_review_schedule"]
     mode = again.db.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
 
@@ -252,3 +252,22 @@ def test_weak_points_drill_picks_the_lowest_scored_questions(graders: Graders, s
     assert plan.kind == "weak" and plan.questions[0] == "q01"
     drill = Session.start(store, graders.bank, graders.offline, plan, mode="practice")
     assert drill.prompt().question_id == "q01" and drill.prompt().time_left_s is None
+
+
+def test_an_old_database_is_migrated_in_place(tmp_path: Path) -> None:
+    """A store made before the review schedule existed gains it, and keeps its sessions."""
+    import sqlite3
+
+    from interviewer.store import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    MIGRATIONS[0][1](db)
+    db.execute("INSERT INTO migrations VALUES ('0001_initial', 0)")
+    plan = json.dumps({"kind": "full", "label": "x", "questions": []})
+    db.execute("INSERT INTO sessions VALUES ('old1', 0, 0, 'finished', 'interview', 'zh', ?, '{}', 0)", (plan,))
+    db.close()
+    store = Store(path).open()
+    assert store.applied_migrations() == ["0001_initial", "0002_review_schedule"]
+    assert store.session("old1").status == "finished" and store.reviews() == []
