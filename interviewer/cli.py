@@ -493,15 +493,16 @@ def progress(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON
     import time as _time
 
     from .batch import Graders
-    from .progress import criterion_status, topic_history
+    from .progress import criterion_history, criterion_status, topic_history
 
     settings = _settings()
     graders = Graders(settings)
     store = _store(settings)
     history = topic_history(store, graders.bank, graders.offline)
+    criteria = criterion_history(store)
     status = criterion_status(store, _time.time())
     if as_json:
-        typer.echo(json.dumps({"topics": history, "criteria": status}, ensure_ascii=False, indent=2))
+        typer.echo(json.dumps({"topics": history, "criteria_over_time": criteria, "criteria": status}, ensure_ascii=False, indent=2))
         return
     sessions = list(dict.fromkeys(r["started"] for r in history))
     table = Table(title="Score per topic over time")
@@ -512,6 +513,9 @@ def progress(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON
         cells = {r["started"]: str(r["score"]) for r in history if r["topic"] == topic}
         table.add_row(topic, *(cells.get(s, "") for s in sessions))
     console.print(table)
+    weakest = sorted({r["criterion"]: r["share"] for r in criteria}.items(), key=lambda kv: kv[1])[:10]
+    if weakest:
+        console.print("Weakest criteria (latest share of full marks): " + ", ".join(f"{k} {v:.0%}" for k, v in weakest))
     due = [s for s in status if s["due_in_days"] <= 0 and (s["last_quality"] or 0) < 5]
     console.print(f"{len(due)} criteria due for review; `interviewer drill` practises them.")
 

@@ -27,6 +27,20 @@ def topic_history(store: Store, bank: Bank, grader: Any) -> list[dict[str, Any]]
     return rows
 
 
+def criterion_history(store: Store) -> list[dict[str, Any]]:
+    """One row per session and criterion of a main answer: the criterion's score share (0-1)."""
+    rows: list[dict[str, Any]] = []
+    for row in reversed(store.sessions()):
+        started = datetime.datetime.fromtimestamp(row.created_at).strftime("%Y-%m-%d %H:%M")
+        latest: dict[str, float] = {}
+        for turn in store.turns(row.id):
+            if turn.grade and turn.followup_id is None and turn.question_id:
+                for c in turn.grade.get("criteria", []):
+                    latest[f"{turn.question_id}/{c['id']}"] = round(c["score"] / c["max_score"], 2)
+        rows.extend({"session_id": row.id, "started": started, "criterion": k, "share": v} for k, v in sorted(latest.items()))
+    return rows
+
+
 def criterion_status(store: Store, now: float) -> list[dict[str, Any]]:
     """Every scheduled criterion: its last quality (0-5), easiness, interval and when it is due."""
     return [

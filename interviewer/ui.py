@@ -268,6 +268,17 @@ class Handlers:
                 rows.append({"started": when, "overall": overall, "plan": row.plan["label"]})
         return pd.DataFrame(rows, columns=["started", "overall", "plan"])
 
+    def topics_over_time(self) -> Any:
+        """The score of each topic per session, oldest first (for the per-topic chart)."""
+        import pandas as pd
+
+        from .progress import topic_history
+
+        rows = topic_history(self.store, self.graders.bank, self.graders.offline)
+        frame = pd.DataFrame(rows, columns=["session_id", "started", "topic", "score"])
+        frame["started"] = pd.to_datetime(frame["started"])
+        return frame
+
     def weakest_topics(self, limit: int = 8) -> list[list[Any]]:
         """Topics by the mean of their questions' latest scores, weakest first."""
         by_topic: dict[str, list[float]] = {}
@@ -398,6 +409,9 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 resume_id = gr.Textbox(label="Session id to resume")
                 resume = gr.Button("Resume")
                 chart = gr.LinePlot(x="started", y="overall", title="Overall score over time", y_lim=[0, 10], height=220)
+                topic_chart = gr.LinePlot(
+                    x="started", y="score", color="topic", title="Score per topic over time", y_lim=[0, 10], height=260
+                )
                 weakest = gr.Dataframe(headers=["topic", "mean score", "questions"], interactive=False, label="Weakest topics")
         progress = gr.Markdown(handlers.badge)
         chat = gr.Chatbot(height=480, label="Interview")
@@ -445,11 +459,11 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             run.__name__ = handler.__name__
             return run
 
-        def refresh_history() -> tuple[Any, Any, Any]:
-            return handlers.history(), handlers.progress_over_time(), handlers.weakest_topics()
+        def refresh_history() -> tuple[Any, Any, Any, Any]:
+            return handlers.history(), handlers.progress_over_time(), handlers.topics_over_time(), handlers.weakest_topics()
 
         start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").then(
-            refresh_history, None, [history, chart, weakest], api_visibility="undocumented"
+            refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented"
         )
         submit.click(guarded(handlers.answer), [session_id, answer, code], outputs, api_name="submit")
         retry.click(guarded(handlers.retry), [session_id, answer, code], outputs, api_name="retry")
@@ -469,7 +483,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 return (gr.skip(),) * len(outputs)
 
         demo.load(on_load, [session_id], outputs, api_visibility="undocumented").then(
-            refresh_history, None, [history, chart, weakest], api_visibility="undocumented"
+            refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented"
         )
     demo.queue(default_concurrency_limit=4, max_size=64)
     return demo

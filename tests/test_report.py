@@ -42,6 +42,15 @@ def test_expert_and_novice_reports(graders: Graders, tmp_path: Path) -> None:
     assert novice.plan[0][1] == min(q.score for q in novice.questions if q.score is not None)
     assert novice.topics[0][1] == min(score for _, score in novice.topics)
     assert len(novice.plan) > len(expert.plan)
+    full = 0
+    for q in expert.questions:  # what the expert covered fully shows no missed points
+        assert q.grade is not None
+        for c in q.grade.criteria:
+            if c.score == c.max_score:
+                full += 1
+                lines = reports._criteria_md(q.grade.model_copy(update={"criteria": [c], "passages": []}), reports.TEXT["zh"])
+                assert not any("满分还需要" in line for line in lines)
+    assert full >= 10
     text = reports.markdown(expert)
     assert "模拟面试反馈报告" in text and "[q01]" in text
     assert ("学习计划" in text) == bool(expert.plan)

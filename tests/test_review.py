@@ -60,6 +60,10 @@ def test_the_schedule_moves_as_answers_fail_and_improve(graders: Graders, tmp_pa
     after = store.review("q02/communication-volume")
     assert after.last_quality > before.last_quality and after.due_at > before.due_at
     assert after.repetitions >= 1 or after.last_quality < 3
+    from interviewer.progress import criterion_history
+
+    shares = [r["share"] for r in criterion_history(store) if r["criterion"] == "q02/communication-volume"]
+    assert shares and shares[-1] > 0
 
 
 def test_skipping_schedules_the_whole_question(graders: Graders, tmp_path: Path) -> None:

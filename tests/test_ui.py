@@ -116,6 +116,8 @@ def test_history_charts_scores_and_ranks_weak_topics(handlers: Handlers) -> None
     handlers.skip(view.session_id)  # the q01 follow-up
     frame = handlers.progress_over_time()
     assert list(frame.columns) == ["started", "overall", "plan"] and len(frame) == 1
+    topics = handlers.topics_over_time()
+    assert {"started", "topic", "score"} <= set(topics.columns) and "data-parallel" in set(topics["topic"])
     skipped = handlers.start("question", "q05", None, "interview", "zh")
     handlers.skip(skipped.session_id)
     weakest = handlers.weakest_topics()
