@@ -131,7 +131,7 @@ def markdown(report: Report) -> str:
             continue
         out += [f"> {line}" for line in q.answer.splitlines()]
         if q.grade is not None:
-            out += ["", *_criteria_md(q.grade, t)]
+            out += ["", *criteria_markdown(q.grade, report.lang)]
         for text, answer, grade in q.followups:
             out += ["", f"**{t['followups']}**: {text}", f"> {answer or t['skipped']}"]
             if grade is not None:
@@ -143,7 +143,11 @@ def markdown(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
-def _criteria_md(grade: Grade, t: dict[str, str]) -> list[str]:
+def criteria_markdown(grade: Grade, lang: str) -> list[str]:
+    """A grade's criteria as Markdown lines: score, quoted evidence, misconceptions with their
+    corrections, what full marks need; then the passages to read. Shared by the report and the
+    app's feedback card."""
+    t = TEXT[lang]
     lines = []
     for c in grade.criteria:
         lines.append(f"- **{c.description}** {c.score}/{c.max_score}")

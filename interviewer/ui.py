@@ -34,10 +34,6 @@ TEXT = {
         "question": "第 {n}/{total} 题",
         "start_first": "先在左侧开始一场面试。",
         "empty": "回答是空的：写点什么，或者点“跳过”。",
-        "full": "满分的回答",
-        "wrong": "错误",
-        "fix": "更正",
-        "read": "参考资料",
     },
     "en": {
         "offline": "Offline grading (no model configured)",
@@ -48,10 +44,6 @@ TEXT = {
         "question": "question {n}/{total}",
         "start_first": "Start an interview on the left first.",
         "empty": "The answer is empty: write something, or press Skip.",
-        "full": "Full marks",
-        "wrong": "Wrong",
-        "fix": "In fact",
-        "read": "Read",
     },
 }
 
@@ -74,23 +66,15 @@ class View:
 
 
 def feedback_card(grade: Grade, lang: str) -> str:
-    """A practice-mode feedback card in Markdown: per criterion the score, the quoted evidence,
-    what is missing, misconceptions with corrections; then the passages to read."""
-    t = TEXT[lang]
-    lines = [f"### {t['score']} {grade.score}/10", ""]
+    """The practice-mode feedback card: the score, any flags, then the criteria as in the report."""
+    from .report import criteria_markdown
+
+    lines = [f"### {TEXT[lang]['score']} {grade.score}/10", ""]
     if grade.flags:
         lines.append("`" + "` `".join(grade.flags) + "`\n")
-    for c in grade.criteria:
-        lines.append(f"**{c.description}** — {c.score}/{c.max_score}")
-        for quote in c.evidence[:2]:
-            lines.append(f"> {quote[:160]}")
-        for m in c.misconceptions:
-            lines.append(f"- **{t['wrong']}**: {m.claim} — {t['fix']}: {m.correction}")
-        if c.score < c.max_score and c.missing:
-            lines.append(f"- {t['full']}: {c.missing[-1]}")
-        lines.append("")
-    if grade.passages:
-        lines.append(f"**{t['read']}**: " + " · ".join(f"`{p.source}`" for p in grade.passages[:4]))
+    lines += criteria_markdown(grade, lang)
+    if grade.feedback:
+        lines += ["", grade.feedback]
     return "\n".join(lines)
 
 

@@ -3,18 +3,31 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from interviewer.index import KnowledgeIndex
 from interviewer.retrieval import Retriever
 from interviewer.settings import PROJECT_ROOT, Settings
+from interviewer.simulate import ScriptedAnswer
 
 RUBRICS = PROJECT_ROOT / "rubrics"
 KNOWLEDGE = PROJECT_ROOT / "knowledge"
+DEV = PROJECT_ROOT.parent / "shared" / "eval" / "dev-answers.jsonl"
+Q16 = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "q16-answers.yaml").read_text(encoding="utf-8"))
+
+
+def dev_candidate(kind: str, q16: str) -> dict[str, ScriptedAnswer]:
+    """A simulated candidate: the development set's answers of one kind, plus an answer to q16."""
+    rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
+    script = {r["question_id"]: ScriptedAnswer(question_id=r["question_id"], answer=r["answer"]) for r in rows if r["kind"] == kind}
+    script["q16"] = ScriptedAnswer(question_id="q16", answer=q16)
+    return script
 
 
 @pytest.fixture(autouse=True)

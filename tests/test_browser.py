@@ -121,7 +121,7 @@ def test_a_round_in_chinese_practice_mode(browser: Any, app: App) -> None:
     page.get_by_text("得分").first.wait_for()
     feedback = page.locator("h3", has_text="得分").first.inner_text()
     assert "/10" in feedback
-    assert page.get_by_text("满分的回答").first.is_visible()  # the card says what full marks need
+    assert page.get_by_text("满分还需要").first.is_visible()  # the card says what full marks need
     page.get_by_text("↪").last.wait_for()  # a follow-up is asked
     answer(page, "TP 放在节点内的 NVLink 上，PP 跨节点，DP 在最外层。")
     page.wait_for_timeout(800)

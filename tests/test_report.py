@@ -6,17 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from interviewer import report as reports
 from interviewer.batch import Graders
 from interviewer.session import Session, make_plan
-from interviewer.settings import PROJECT_ROOT, Settings
-from interviewer.simulate import ScriptedAnswer, run
+from interviewer.settings import Settings
+from interviewer.simulate import run
 from interviewer.store import Store
-
-DEV = PROJECT_ROOT.parent / "shared" / "eval" / "dev-answers.jsonl"
-Q16 = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "q16-answers.yaml").read_text(encoding="utf-8"))
+from tests.conftest import DEV, Q16, dev_candidate
 
 
 @pytest.fixture(scope="module")
@@ -24,18 +21,11 @@ def graders() -> Graders:
     return Graders(Settings())
 
 
-def candidate(kind: str, q16: str) -> dict[str, ScriptedAnswer]:
-    rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
-    script = {r["question_id"]: ScriptedAnswer(question_id=r["question_id"], answer=r["answer"]) for r in rows if r["kind"] == kind}
-    script["q16"] = ScriptedAnswer(question_id="q16", answer=q16)
-    return script
-
-
 @pytest.mark.skipif(not DEV.exists(), reason="needs ../shared/eval/dev-answers.jsonl")
 def test_expert_and_novice_reports(graders: Graders, tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db").open()
-    expert = reports.build(run(store, graders.bank, graders.offline, candidate("expert", Q16["expert"]), "zh", 2))
-    novice = reports.build(run(store, graders.bank, graders.offline, candidate("weak", Q16["novice"]), "zh", 2))
+    expert = reports.build(run(store, graders.bank, graders.offline, dev_candidate("expert", Q16["expert"]), "zh", 2))
+    novice = reports.build(run(store, graders.bank, graders.offline, dev_candidate("weak", Q16["novice"]), "zh", 2))
     assert expert.overall is not None and novice.overall is not None and expert.overall > novice.overall + 4
     assert len(expert.questions) == 16 and all(q.grade is not None for q in expert.questions)
     # the novice's study plan starts with its weakest question, and its weakest topic leads the chart data
@@ -48,7 +38,7 @@ def test_expert_and_novice_reports(graders: Graders, tmp_path: Path) -> None:
         for c in q.grade.criteria:
             if c.score == c.max_score:
                 full += 1
-                lines = reports._criteria_md(q.grade.model_copy(update={"criteria": [c], "passages": []}), reports.TEXT["zh"])
+                lines = reports.criteria_markdown(q.grade.model_copy(update={"criteria": [c], "passages": []}), "zh")
                 assert not any("满分还需要" in line for line in lines)
     assert full >= 10
     text = reports.markdown(expert)

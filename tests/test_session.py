@@ -13,17 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from interviewer.batch import Graders
 from interviewer.errors import InterviewerError
 from interviewer.session import Session, SessionError, make_plan, weak_plan
-from interviewer.settings import PROJECT_ROOT, Settings
-from interviewer.simulate import ScriptedAnswer, result, run
+from interviewer.settings import Settings
+from interviewer.simulate import result, run
 from interviewer.store import Store, StoreError
-
-DEV = PROJECT_ROOT.parent / "shared" / "eval" / "dev-answers.jsonl"
-Q16 = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "q16-answers.yaml").read_text(encoding="utf-8"))
+from tests.conftest import DEV, Q16, dev_candidate
 
 
 @pytest.fixture(scope="module")
@@ -44,19 +41,12 @@ class FakeClock:
         return self.now
 
 
-def candidate(kind: str, q16: str) -> dict[str, ScriptedAnswer]:
-    rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
-    script = {r["question_id"]: ScriptedAnswer(question_id=r["question_id"], answer=r["answer"]) for r in rows if r["kind"] == kind}
-    script["q16"] = ScriptedAnswer(question_id="q16", answer=q16)
-    return script
-
-
 @pytest.mark.skipif(not DEV.exists(), reason="needs ../shared/eval/dev-answers.jsonl")
 def test_expert_mid_and_novice_candidates_are_ordered_and_repeatable(graders: Graders, store: Store) -> None:
     overall = {}
     for kind, q16 in (("expert", Q16["expert"]), ("solid", Q16["mid"]), ("weak", Q16["novice"])):
-        first = result(run(store, graders.bank, graders.offline, candidate(kind, q16), "zh", 2))
-        again = result(run(store, graders.bank, graders.offline, candidate(kind, q16), "zh", 2))
+        first = result(run(store, graders.bank, graders.offline, dev_candidate(kind, q16), "zh", 2))
+        again = result(run(store, graders.bank, graders.offline, dev_candidate(kind, q16), "zh", 2))
         assert first["overall"] == again["overall"] and first["questions"] == again["questions"]
         assert first["session_id"] != again["session_id"]
         assert len(first["questions"]) == 16 and all(q["score"] is not None for q in first["questions"])

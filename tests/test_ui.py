@@ -35,7 +35,7 @@ def test_practice_mode_shows_a_feedback_card_with_evidence(handlers: Handlers) -
     assert view.can_answer and "[q01]" in view.chat[-1]["content"]
     assert "离线评分" in view.progress and ("120:00" in view.progress or "119:" in view.progress)
     after = handlers.submit(view.session_id, GOOD)
-    assert "得分" in after.feedback and "> 数据并行每张卡一份完整模型" in after.feedback
+    assert "得分" in after.feedback and "回答中的依据: “数据并行每张卡一份完整模型" in after.feedback
     assert "parallelism.md#" in after.feedback
     assert GOOD in texts(after.chat) and after.can_retry
     assert after.chat[-1]["content"].startswith("**↪**")  # the follow-up is asked
