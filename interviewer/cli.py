@@ -513,9 +513,17 @@ def progress(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON
         cells = {r["started"]: str(r["score"]) for r in history if r["topic"] == topic}
         table.add_row(topic, *(cells.get(s, "") for s in sessions))
     console.print(table)
-    weakest = sorted({r["criterion"]: r["share"] for r in criteria}.items(), key=lambda kv: kv[1])[:10]
-    if weakest:
-        console.print("Weakest criteria (latest share of full marks): " + ", ".join(f"{k} {v:.0%}" for k, v in weakest))
+    latest = {r["criterion"]: r["share"] for r in criteria}
+    weak_criteria = sorted((k for k, v in latest.items() if v < 1), key=lambda k: latest[k])[:15]
+    if weak_criteria:
+        per_criterion = Table(title="Weakest criteria over time (share of full marks)")
+        per_criterion.add_column("criterion")
+        for started in sessions:
+            per_criterion.add_column(started)
+        for key in weak_criteria:
+            cells = {r["started"]: f"{r['share']:.0%}" for r in criteria if r["criterion"] == key}
+            per_criterion.add_row(key, *(cells.get(s, "") for s in sessions))
+        console.print(per_criterion)
     due = [s for s in status if s["due_in_days"] <= 0 and (s["last_quality"] or 0) < 5]
     console.print(f"{len(due)} criteria due for review; `interviewer drill` practises them.")
 

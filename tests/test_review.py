@@ -88,6 +88,9 @@ def test_drill_by_topic_and_progress_command(graders: Graders) -> None:
     progress = json.loads(runner.invoke(app, ["progress", "--json"]).stdout)
     assert any(r["topic"] == "gpu-fragmentation" and r["score"] == 0 for r in progress["topics"])
     assert any(c["criterion"].startswith("q12/") for c in progress["criteria"])
+    runner.invoke(app, ["interview", "--question", "q12", "--mode", "practice"], input="碎片就是空闲卡分散在不同节点上。\n.\n:quit\n")
+    table = runner.invoke(app, ["progress"])
+    assert table.exit_code == 0 and "Score per topic over time" in table.stdout and "Weakest criteria over time" in table.stdout
 
 
 def test_the_pdf_report_renders_to_pages_that_are_not_blank(graders: Graders, tmp_path: Path) -> None:
