@@ -525,7 +525,12 @@ def progress(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON
             per_criterion.add_row(key, *(cells.get(s, "") for s in sessions))
         console.print(per_criterion)
     due = [s for s in status if s["due_in_days"] <= 0 and (s["last_quality"] or 0) < 5]
-    console.print(f"{len(due)} criteria due for review; `interviewer drill` practises them.")
+    soon = min((s["due_in_days"] for s in status), default=None)
+    console.print(
+        f"{len(due)} criteria due for review now"
+        + (f" (next in {soon:.1f} days)" if not due and soon is not None else "")
+        + "; `interviewer drill` practises what is due, else your lowest-scored questions."
+    )
 
 
 @app.command()
