@@ -20,7 +20,7 @@ from .bank import Bank, load_bank
 from .errors import InterviewerError
 from .glossary import Glossary
 from .grading import Grade, PassageCitation
-from .knowledge import discover, load_passages
+from .knowledge import Passage, discover, load_passages
 from .offline_grader import OfflineGrader
 from .reference_grader import ReferenceGrader
 from .segment import Segmenter
@@ -71,14 +71,18 @@ class Graders:
         return Segmenter(self.glossary)
 
     @cached_property
-    def titles(self) -> dict[str, str]:
+    def passages(self) -> list[Passage]:
+        """The shipped knowledge's passages, parsed once for titles, texts and reference checks."""
         shipped = self.settings.knowledge_dir
-        return {p.source: p.title for f in discover([shipped], shipped=shipped) for p in load_passages(f, True)}
+        return [p for f in discover([shipped], shipped=shipped) for p in load_passages(f, True)]
+
+    @cached_property
+    def titles(self) -> dict[str, str]:
+        return {p.source: p.title for p in self.passages}
 
     @cached_property
     def passage_texts(self) -> dict[str, str]:
-        shipped = self.settings.knowledge_dir
-        return {p.source: p.text for f in discover([shipped], shipped=shipped) for p in load_passages(f, True)}
+        return {p.source: p.text for p in self.passages}
 
     @cached_property
     def bank(self) -> Bank:

@@ -53,12 +53,9 @@ def _settings() -> Any:
 
 
 def _load_bank(settings: Any) -> Any:
-    from .bank import load_bank
-    from .knowledge import discover, load_passages
+    from .batch import Graders
 
-    shipped = settings.knowledge_dir
-    passages = [p for f in discover([shipped], shipped=shipped) for p in load_passages(f, require_anchors=True)]
-    return load_bank(settings.bank_dir, {p.source for p in passages})
+    return Graders(settings).bank
 
 
 @app.command()

@@ -30,9 +30,9 @@ def test_aims_at_the_most_important_missed_criterion(graders: Graders) -> None:
     heaviest = max(question.criteria, key=lambda c: c.weight)
     grade = synthetic_grade(graders, "q01", {heaviest.id: 0})
     decision = choose(question, grade, asked=[], lang="zh")
-    if any(heaviest.id in f.targets for f in question.followups):
-        assert decision.action == "ask" and heaviest.id in decision.aims_at
-        assert decision.text == decision.followup.question.zh  # type: ignore[union-attr]
+    assert any(heaviest.id in f.targets for f in question.followups), "the bank gives q01's heaviest criterion a follow-up"
+    assert decision.action == "ask" and heaviest.id in decision.aims_at
+    assert decision.text == decision.followup.question.zh  # type: ignore[union-attr]
 
 
 def test_a_real_weak_answer_gets_a_follow_up_on_what_it_missed(graders: Graders) -> None:

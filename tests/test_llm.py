@@ -145,6 +145,15 @@ def dead_port() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+def scripted(server: tuple[str, Recorded], script: list[dict[str, Any]] | None) -> str:
+    """The local server playing ``script``, or a port where nothing listens when it is None."""
+    base_url, recorded = server
+    if script is None:
+        return dead_port()
+    recorded.script = list(script)
+    return base_url
+
+
 @pytest.mark.parametrize(
     "script",
     [
@@ -159,11 +168,7 @@ def dead_port() -> str:
     ids=["500", "503", "not-json", "schema-broken", "refusal", "timeout", "connection-refused"],
 )
 def test_faults_end_in_the_offline_grade_with_a_notice(graders: Graders, server: tuple[str, Recorded], script: Any) -> None:
-    base_url, recorded = server
-    if script is None:
-        base_url = dead_port()
-    else:
-        recorded.script = list(script)
+    base_url = scripted(server, script)
     sleeps: list[float] = []
     grader = make(graders, base_url, sleeps, structured_output="json_schema", max_retries=2, timeout_s=0.5)
     grade = grader.grade(graders.bank.get("q02"), ANSWER)
@@ -263,11 +268,7 @@ def test_the_follow_up_is_streamed_token_by_token(graders: Graders, server: tupl
     ids=["cut-off-stream", "server-error", "connection-refused"],
 )
 def test_a_failed_follow_up_falls_back_to_the_scripted_one(graders: Graders, server: tuple[str, Recorded], script: Any) -> None:
-    base_url, recorded = server
-    if script is None:
-        base_url = dead_port()
-    else:
-        recorded.script = list(script)
+    base_url = scripted(server, script)
     question = graders.bank.get("q02")
     followup = question.followups[0]
     grade = graders.offline.grade(question, ANSWER)
