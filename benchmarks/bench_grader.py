@@ -5,8 +5,12 @@
 Quality: agreement with expert scores on the development set (../shared/eval/dev-answers.jsonl,
 in-sample: the calibration was fitted on it; `python -m interviewer.calibrate` prints the
 leave-one-question-out figures), on the challenge answers in benchmarks/challenge-answers.jsonl
-(written for this project, never used for fitting), per kind against the targets, and
-reference-only grading on zh-ads (../shared/eval/external/zh-ads/, skipped when absent).
+(written for this project by an author who never saw the grader; it guided two thresholds, so it
+is a validation set), on the second held-out set in benchmarks/holdout-answers.jsonl (written by
+another author who saw neither the grader nor the rubrics, measured after the grader was settled:
+32 fluent answers with one core error, 16 correct answers that name a wrong belief to reject it,
+16 solid answers), per kind against the targets, and reference-only grading on zh-ads
+(../shared/eval/external/zh-ads/, skipped when absent).
 Speed: one grade after warm-up (p50, p95), and `interviewer grade` on 1,000 answers as a process:
 throughput and peak memory (ru_maxrss).
 """
@@ -32,6 +36,7 @@ SHARED = PROJECT_ROOT.parent / "shared" / "eval"
 DEV = SHARED / "dev-answers.jsonl"
 ZH_ADS = SHARED / "external" / "zh-ads" / "train.jsonl"
 CHALLENGE = PROJECT_ROOT / "benchmarks" / "challenge-answers.jsonl"
+HOLDOUT = PROJECT_ROOT / "benchmarks" / "holdout-answers.jsonl"
 TARGETS = {  # kind -> (lowest allowed mean, highest allowed mean)
     "keyword-list": (None, 2.0),
     "off-topic": (None, 2.0),
@@ -46,7 +51,9 @@ def rows(path: Path) -> list[dict]:
 
 
 def agreement(graders: Graders, data: list[dict], label: str) -> list[float]:
-    predicted = [grade_line(graders, i, r)["grade"]["score"] for i, r in enumerate(data, start=1)]
+    grades = [grade_line(graders, i, r)["grade"] for i, r in enumerate(data, start=1)]
+    predicted = [g["score"] for g in grades]
+    named = [any(c["misconceptions"] for c in g["criteria"]) for g in grades]
     expert = [float(r["score"]) for r in data]
     lengths = [len(r["answer"]) for r in data]
     print(
@@ -54,11 +61,12 @@ def agreement(graders: Graders, data: list[dict], label: str) -> list[float]:
         f"QWK {metrics.quadratic_weighted_kappa(predicted, expert):.3f}  MAE {metrics.mean_absolute_error(predicted, expert):.2f}  "
         f"Spearman|length {metrics.partial_spearman(predicted, expert, lengths):.3f}"
     )
-    kinds: dict[str, list[tuple[float, float]]] = {}
-    for row, p in zip(data, predicted, strict=True):
-        kinds.setdefault(row.get("kind", "all"), []).append((p, float(row["score"])))
+    kinds: dict[str, list[tuple[float, float, bool]]] = {}
+    for row, p, found in zip(data, predicted, named, strict=True):
+        kinds.setdefault(row.get("kind", "all"), []).append((p, float(row["score"]), found))
     for kind, pairs in sorted(kinds.items()):
-        scores = [p for p, _ in pairs]
+        scores = [p for p, _, _ in pairs]
+        expert_mean = sum(e for _, e, _ in pairs) / len(pairs)
         low, high = TARGETS.get(kind, (None, None))
         verdict = ""
         if high is not None:
@@ -66,8 +74,8 @@ def agreement(graders: Graders, data: list[dict], label: str) -> list[float]:
         if low is not None:
             verdict = f"  target: mean >= {low}: {'met' if sum(scores) / len(scores) >= low else 'NOT met'}"
         print(
-            f"   {kind:15s} n={len(pairs):2d}  mean {sum(scores) / len(scores):4.1f} (expert {sum(e for _, e in pairs) / len(pairs):4.1f})"
-            f"  min {min(scores):4.1f}  max {max(scores):4.1f}{verdict}"
+            f"   {kind:15s} n={len(pairs):2d}  mean {sum(scores) / len(scores):4.1f} (expert {expert_mean:4.1f})"
+            f"  min {min(scores):4.1f}  max {max(scores):4.1f}  a misconception named in {sum(f for *_, f in pairs):2d}{verdict}"
         )
     return predicted
 
@@ -124,7 +132,8 @@ def main(run_speed: bool = typer.Option(True, "--speed/--no-speed", help="Also m
     graders = Graders(Settings())
     if DEV.exists():
         agreement(graders, rows(DEV), "development set (in-sample)")
-    agreement(graders, rows(CHALLENGE), "challenge set (held out)")
+    agreement(graders, rows(CHALLENGE), "challenge set (held out, used for validation)")
+    agreement(graders, rows(HOLDOUT), "second held-out set")
     reference_only(graders)
     if run_speed:
         speed(graders)

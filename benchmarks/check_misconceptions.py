@@ -4,9 +4,10 @@
     python benchmarks/check_misconceptions.py --question q03  # one question
     python benchmarks/check_misconceptions.py --question q03 --text "反向不需要通信……"
 
-False alarms are looked for in the question's own reference answers, its top score anchors and
-(when ../shared/eval is present) the development set's expert and solid answers; hits are listed
-for the development set's misconception and weak answers. With --text, prints what fires on it.
+False alarms are looked for in the question's own reference answers, its top score anchors, the
+corrections of its misconceptions, the correct answers of the two held-out sets under benchmarks/
+and (when ../shared/eval is present) the development set's expert and solid answers; hits are
+listed for the development set's misconception and weak answers. With --text, prints what fires.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from interviewer.batch import Graders
 from interviewer.settings import PROJECT_ROOT, Settings
 
 DEV = PROJECT_ROOT.parent / "shared" / "eval" / "dev-answers.jsonl"
+HELD_OUT = [PROJECT_ROOT / "benchmarks" / "challenge-answers.jsonl", PROJECT_ROOT / "benchmarks" / "holdout-answers.jsonl"]
+CORRECT_KINDS = {"expert", "solid", "short-expert", "plain-words", "mixed-language", "tricky-correct"}
 
 
 def fired(graders: Graders, question_id: str, text: str) -> list[tuple[str, str]]:
@@ -37,12 +40,16 @@ def main(question: str | None = None, text: str | None = None) -> None:
             print(f"{mid}: {span}")
         return
     dev = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()] if DEV.exists() else []
+    held_out = [json.loads(line) for path in HELD_OUT for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     false_alarms = 0
     for q in graders.bank.questions:
         if question and q.id != question:
             continue
         clean = [("reference_answer.zh", q.reference_answer.zh), ("reference_answer.en", q.reference_answer.en)]
         clean += [(f"{c.id}.level3.{lang}", getattr(c.levels[-1], lang)) for c in q.criteria for lang in ("zh", "en")]
+        corrections = [m.correction for c in q.criteria for m in c.misconceptions]
+        clean += [(f"correction.{lang}", getattr(correction, lang)) for correction in corrections for lang in ("zh", "en")]
+        clean += [(f"{r['id']} ({r['kind']})", r["answer"]) for r in held_out if r["question_id"] == q.id and r["kind"] in CORRECT_KINDS]
         clean += [
             (f"dev {r['id']} ({r['kind']})", r["answer"]) for r in dev if r["question_id"] == q.id and r["kind"] in {"expert", "solid"}
         ]

@@ -60,6 +60,10 @@ _NEGATION = re.compile(
 )
 
 
+# A clause that only supposes something ("如果 TP 跨节点", "if TP spanned nodes") asserts nothing.
+_SUPPOSITION = re.compile(r"^\W*(如果|假如|假设|假若|要是|倘若|万一|if\b|suppose\b|supposing\b|assuming\b|imagine\b)", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Unit:
     """A sentence or clause of the answer."""
@@ -95,6 +99,11 @@ class Unit:
     @cached_property
     def negated(self) -> int:
         return len(_NEGATION.findall(self.text))
+
+    @cached_property
+    def supposed(self) -> bool:
+        """The unit opens with "if" or "suppose": what it says is a hypothesis, not a claim."""
+        return bool(_SUPPOSITION.search(self.text))
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,10 @@ def rubric(graders: Graders, path: Path) -> None:
     )
     model = fit(features, scores, f"{path.name} ({len(rows)} answers)")
     model.save()
-    print(f"saved: penalty {model.misconception_penalty}, keyword factor {model.keyword_factor}, values {model.values}")
+    print(
+        f"saved: penalty {model.misconception_penalty}, keyword factor {model.keyword_factor}, "
+        f"misconception cap {model.misconception_cap}, values {model.values}"
+    )
 
 
 def reference(graders: Graders, path: Path) -> None:
@@ -61,7 +64,7 @@ def reference(graders: Graders, path: Path) -> None:
     vectors, scores, groups = [], [], []
     for row in rows:
         refs = [row[k] for k in ("reference", "reference1", "reference2", "reference3") if str(row.get(k) or "").strip()]
-        vectors.append(graders.reference.best_features(row["answer"], refs).vector())
+        vectors.append(graders.reference.best_features(row["answer"], refs, row.get("question", "")).vector())
         scores.append(float(row["score"]))
         groups.append(row.get("q_id") or row.get("question"))
     x, y = np.array(vectors), np.array(scores)

@@ -7,8 +7,10 @@ The method (fitted by ``interviewer calibrate``, stored in ``calibration.json`` 
    misconception and ``k`` the factor for an answer that only lists terms.
 2. ``score = g(adjusted)``, a monotone piecewise-linear function through fixed knots on 0-1 whose
    values are fitted by least squares and then made non-decreasing (pool-adjacent-violators).
+3. An answer with a misconception scores at most ``c``: a core error is what a strict interviewer
+   remembers, however much else the answer covers.
 
-``m`` and ``k`` are chosen by grid search to maximise agreement on the development answers. No
+``m``, ``k`` and ``c`` are chosen by grid search to maximise agreement on the development answers. No
 feature depends on the answer's length, so a long shallow answer cannot buy score with words.
 """
 
@@ -25,6 +27,7 @@ import numpy.typing as npt
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
 KNOTS = (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 1.0)
+CAPS = (10.0, 5.0, 4.5, 4.0, 3.5, 3.0, 2.5)  # the score's ceiling with a misconception; 10 is none
 
 
 class HasFeatures(Protocol):
@@ -37,6 +40,7 @@ class HasFeatures(Protocol):
 class Calibration:
     misconception_penalty: float = 0.3
     keyword_factor: float = 0.6
+    misconception_cap: float = 10.0
     knots: list[float] = field(default_factory=lambda: list(KNOTS))
     values: list[float] = field(default_factory=lambda: [10 * k for k in KNOTS])
     fitted_on: str = "default (identity)"
@@ -49,6 +53,8 @@ class Calibration:
 
     def score(self, features: HasFeatures) -> float:
         mapped = float(np.interp(self.adjusted(features), self.knots, self.values))
+        if features.misconceptions:
+            mapped = min(mapped, self.misconception_cap)
         return round(max(0.0, min(10.0, mapped)), 1)
 
     @classmethod
@@ -105,7 +111,7 @@ def _fit_values(x: np.ndarray, y: np.ndarray, knots: Sequence[float]) -> list[fl
 
 
 def fit(features: Sequence[HasFeatures], scores: Sequence[float], label: str) -> Calibration:
-    """Grid-search the penalties, fit the knot values, keep the best by squared error."""
+    """Grid-search the penalties and the cap, fit the knot values, keep the best by squared error."""
     y = np.asarray(scores, dtype=float)
     best: tuple[float, Calibration] | None = None
     for penalty in np.arange(0.0, 0.46, 0.05):
@@ -113,10 +119,11 @@ def fit(features: Sequence[HasFeatures], scores: Sequence[float], label: str) ->
             trial = Calibration(misconception_penalty=round(float(penalty), 2), keyword_factor=round(float(factor), 2))
             x = np.array([trial.adjusted(f) for f in features])
             trial.values = _fit_values(x, y, trial.knots)
-            predicted = np.interp(x, trial.knots, trial.values)
-            error = float(np.mean((predicted - y) ** 2))
-            if best is None or error < best[0]:
-                best = (error, trial)
+            for cap in CAPS:
+                capped = Calibration(**{**asdict(trial), "misconception_cap": cap})
+                error = float(np.mean([(capped.score(f) - t) ** 2 for f, t in zip(features, y, strict=True)]))
+                if best is None or error < best[0] - 1e-9:
+                    best = (error, capped)
     assert best is not None
     calibration = best[1]
     calibration.fitted_on = label
@@ -129,7 +136,7 @@ class ReferenceCalibration:
     features, then ``score = g((linear - low) / (high - low))`` with ``g`` monotone piecewise-linear
     through :data:`KNOTS` (fitted like the rubric calibration)."""
 
-    coefficients: list[float] = field(default_factory=lambda: [10.0] + [0.0] * 12)
+    coefficients: list[float] = field(default_factory=lambda: [10.0] + [0.0] * 18)
     bias: float = 0.0
     low: float = 0.0
     high: float = 10.0

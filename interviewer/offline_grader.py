@@ -4,7 +4,8 @@ For each criterion it finds where the answer evidences the criterion's concepts 
 synonyms in either language, or plain-word paraphrases), gives full credit only when the
 concept sits in a sentence that explains something (a bare list of terms earns half), measures
 how much of the criterion's top score anchor the answer covers, and looks for the criterion's
-misconceptions clause by clause (a negated clause, such as a correction, does not count). The
+misconceptions clause by clause (a negated clause, such as a correction, does not count, nor
+does a clause that only supposes something: "if TP spanned nodes, …"). The
 weighted criterion fractions, less a penalty per misconception, are mapped onto 0-10 by a
 calibration fitted on expert-scored answers (see :mod:`interviewer.calibration`).
 """
@@ -255,7 +256,7 @@ class OfflineGrader:
         for pattern in m.patterns:
             threshold = 1.0 if len(pattern.tokens) <= 5 else PATTERN_COVERAGE
             for unit in answer.clauses:
-                if _polarity(unit.negated) != _polarity(pattern.negations):
+                if unit.supposed or _polarity(unit.negated) != _polarity(pattern.negations):
                     continue
                 if pattern.all_terms_present(unit) and pattern.ordered_coverage(unit) >= threshold:
                     return unit

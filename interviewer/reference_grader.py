@@ -3,8 +3,10 @@
 Used for questions outside the bank (``interviewer grade`` lines with ``question`` instead of
 ``question_id``). The unit of comparison is a Chinese character or an English word, weighted by
 rarity (jieba's general-language frequencies: 的 counts little, 栈 a lot). The features are the
-weighted recall of the reference's units, bigram and trigram recall, bigram precision and the
-answer's length; a ridge regression over them and a few non-linear terms, followed by a monotone
+weighted recall of the reference's units, bigram and trigram recall, bigram precision, the
+answer's length, how the reference's key points (its clauses) are covered one by one (a teacher
+marks points, not words), and how much of the answer only repeats the question; a ridge
+regression over them and a few non-linear terms, followed by a monotone
 piecewise-linear map, is fitted on a public Chinese short-answer set (see
 :class:`interviewer.calibration.ReferenceCalibration`). Against several references the best one
 counts.
@@ -29,6 +31,8 @@ _HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 _UNIT = re.compile(r"[\u4e00-\u9fff]|[a-z0-9]+(?:[-_.][a-z0-9]+)*")
+_KEY_POINT = re.compile(r"[，,。；;！？!?：:\n、（）()]+")
+KEY_POINT_UNITS = 3  # a clause shorter than this is no key point of its own
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,12 @@ class ReferenceFeatures:
     log_length: float  # log(1 + units in the answer): an empty or one-word answer scores low
     length_ratio: float  # answer units / reference units, capped at 1
     tiny: float  # 1 when the answer has fewer than 5 units
+    points: float = 0.0  # mean coverage of the reference's key points, weighted by their content
+    points_half: float = 0.0  # share of key points at least half covered
+    points_third: float = 0.0  # share of key points at least a third covered
+    points_best: float = 0.0  # the best-covered key point
+    points_median: float = 0.0
+    question_copy: float = 0.0  # share of the answer's units that are the question's own
 
     def vector(self) -> list[float]:
         """The model's inputs: the features plus the non-linear terms the fit found useful."""
@@ -60,6 +70,12 @@ class ReferenceFeatures:
             math.sqrt(u),
             self.length_ratio * u,
             min(ll, 3.0),
+            self.points,
+            self.points_half,
+            self.points_third,
+            self.points_best,
+            self.points_median,
+            self.question_copy,
         ]
 
 
@@ -82,16 +98,33 @@ class ReferenceGrader:
     def units(text: str) -> list[str]:
         return _UNIT.findall(normalise(text))
 
-    def features(self, answer: str, reference: str) -> ReferenceFeatures:
+    def recall(self, units: set[str], of: set[str]) -> float:
+        """Rarity-weighted share of ``of`` found in ``units``."""
+        total = sum(self.weight(u) for u in of)
+        return sum(self.weight(u) for u in of if u in units) / total if total else 0.0
+
+    def key_points(self, answer: list[str], reference: str) -> list[tuple[float, float]]:
+        """(coverage, content weight) of each clause of the reference: half unit recall, half
+        bigram recall, so a point counts when its words come together."""
+        a_set, a2 = set(answer), _grams(answer, 2)
+        points = []
+        for clause in _KEY_POINT.split(reference):
+            units = self.units(clause)
+            if len(units) < KEY_POINT_UNITS:
+                continue
+            u2 = _grams(units, 2)
+            coverage = 0.5 * self.recall(a_set, set(units)) + 0.5 * (len(u2 & a2) / len(u2) if u2 else 0.0)
+            points.append((coverage, sum(self.weight(u) for u in set(units))))
+        return points or [(0.0, 1.0)]
+
+    def features(self, answer: str, reference: str, question: str = "") -> ReferenceFeatures:
         a, r = self.units(answer), self.units(reference)
         a_set, r_set = set(a), set(r)
-        total = sum(self.weight(u) for u in r_set)
-        recall = sum(self.weight(u) for u in r_set if u in a_set) / total if total else 0.0
-
-        def grams(units: list[str], n: int) -> set[tuple[str, ...]]:
-            return {tuple(units[i : i + n]) for i in range(len(units) - n + 1)}
-
-        a2, r2, a3, r3 = grams(a, 2), grams(r, 2), grams(a, 3), grams(r, 3)
+        recall = self.recall(a_set, r_set)
+        a2, r2, a3, r3 = _grams(a, 2), _grams(r, 2), _grams(a, 3), _grams(r, 3)
+        points = self.key_points(a, reference)
+        coverage = sorted(c for c, _ in points)
+        asked = set(self.units(question))
         return ReferenceFeatures(
             unit_recall=recall,
             bigram_recall=len(a2 & r2) / len(r2) if r2 else 0.0,
@@ -100,10 +133,16 @@ class ReferenceGrader:
             log_length=math.log1p(len(a)),
             length_ratio=min(1.0, len(a) / max(1, len(r))),
             tiny=1.0 if len(a) < 5 else 0.0,
+            points=sum(c * w for c, w in points) / sum(w for _, w in points),
+            points_half=sum(c >= 0.5 for c in coverage) / len(coverage),
+            points_third=sum(c >= 0.3 for c in coverage) / len(coverage),
+            points_best=coverage[-1],
+            points_median=coverage[len(coverage) // 2],
+            question_copy=sum(1 for u in a if u in asked) / len(a) if a else 0.0,
         )
 
-    def best_features(self, answer: str, references: Sequence[str]) -> ReferenceFeatures:
-        candidates = [self.features(answer, r) for r in references if r.strip()]
+    def best_features(self, answer: str, references: Sequence[str], question: str = "") -> ReferenceFeatures:
+        candidates = [self.features(answer, r, question) for r in references if r.strip()]
         if not candidates:
             raise ValueError("no reference text to grade against")
         return max(candidates, key=lambda f: f.bigram_recall)  # the reference the answer follows most closely
@@ -124,7 +163,7 @@ class ReferenceGrader:
             score = 0.0
             features = None
         else:
-            features = self.best_features(graded_text, references)
+            features = self.best_features(graded_text, references, question)
             score = self.calibration.score(features.vector())
         against = "检索到的知识库段落" if passages else "参考答案"
         against_en = "retrieved knowledge passages" if passages else "the reference answer"
@@ -154,3 +193,7 @@ class ReferenceGrader:
             grader_version=GRADER_VERSION,
             rubric_version=None,
         )
+
+
+def _grams(units: list[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(units[i : i + n]) for i in range(len(units) - n + 1)}

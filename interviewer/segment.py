@@ -21,7 +21,7 @@ import snowballstemmer
 from .glossary import Glossary
 
 TERM_PREFIX = "@"
-SEGMENTER_VERSION = 2  # part of the embedding's identity: a change re-embeds the index
+SEGMENTER_VERSION = 3  # part of the embedding's identity: a change re-embeds the index
 MAX_ALIAS_TOKENS = 6
 
 _WORD = re.compile(r"[0-9a-z\u4e00-\u9fff]")
@@ -45,6 +45,18 @@ STOPWORDS = frozenset(
 
 def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+# "A 比 B 大" says "A 高于 B": rewritten so that it reads like "A is above B" in either language.
+# 比 inside 比较/比如/比例/对比/相比 … is no comparison.
+_COMPARISON = re.compile(
+    r"(?<![对相类好无])比(?![较如例率值方特赛起上])"  # 比, not 比较 / 对比 …
+    r"([^，。,；;！？!?、\n]{1,24}?)(?:还|更|要)?(大|高|多|小|低|少)(?![小少低大多高])"  # B, then the direction
+)
+
+
+def comparatives(text: str) -> str:
+    return _COMPARISON.sub(lambda m: ("高于" if m.group(2) in "大高多" else "低于") + m.group(1), text)
 
 
 @cache
@@ -109,7 +121,7 @@ class Segmenter:
 
     def tokens(self, text: str) -> list[str]:
         """Content tokens: term tokens (``@id``), Chinese words and stemmed English words."""
-        raw = self._raw_tokens(normalise(text))
+        raw = self._raw_tokens(comparatives(normalise(text)))
         phrases = self._phrases
         out: list[str] = []
         i = 0

@@ -66,10 +66,40 @@ def test_misconceptions_are_named_and_corrected(graders: Graders) -> None:
     assert "ZeRO-1" in result.feedback and "更正" in result.feedback
 
 
+def test_a_core_error_keeps_an_otherwise_fluent_answer_low(graders: Graders) -> None:
+    # Correct on the tool roles and the workflow, but the roofline reading is inverted.
+    answer = (
+        "先用 Nsight Systems 看整体 timeline，找 GPU 空闲和同步点，再挑最耗时的 kernel 用 Nsight Compute 分析。"
+        "ncu 里看 Speed Of Light 和 roofline：算术强度比 ridge point 大就是 memory-bound，要做融合减少访存；"
+        "算术强度比 ridge point 小就是 compute-bound，要用 Tensor Core。最后看 occupancy 和 warp stall 原因。"
+    )
+    result = grade(graders, "q09", answer)
+    assert "roofline-sides-inverted" in {m.id for c in result.criteria for m in c.misconceptions}
+    assert result.score <= graders.offline.calibration.misconception_cap <= 4
+
+
 def test_a_correction_of_a_misconception_is_not_one(graders: Graders) -> None:
     answer = "注意 ZeRO-1 并不是切分模型参数，ZeRO-1 切的是优化器状态，ZeRO-3 才切参数。"
     result = grade(graders, "q02", answer)
     assert not [m for c in result.criteria for m in c.misconceptions]
+
+
+def test_a_wrong_layout_supposed_in_order_to_reject_it_is_no_claim(graders: Graders) -> None:
+    answer = "TP 必须放在节点内走 NVLink：如果 TP 跨节点走 IB，每层四次 all-reduce 都在关键路径上，会慢很多。"
+    result = grade(graders, "q01", answer)
+    assert not [m for c in result.criteria for m in c.misconceptions]
+
+
+@pytest.mark.parametrize("question_id", [f"q{n:02d}" for n in range(1, 17)])
+def test_a_rubrics_own_correct_statements_never_read_as_misconceptions(graders: Graders, question_id: str) -> None:
+    """The reference answers, the full-marks anchors and every correction say the right thing in
+    the misconceptions' own words: a pattern that fires on them would fire on good candidates."""
+    question = graders.bank.get(question_id)
+    texts = [question.reference_answer.zh, question.reference_answer.en]
+    texts += [getattr(c.levels[-1], lang) for c in question.criteria for lang in ("zh", "en")]
+    texts += [getattr(m.correction, lang) for c in question.criteria for m in c.misconceptions for lang in ("zh", "en")]
+    fired = [(m.id, m.evidence) for text in texts for c in grade(graders, question_id, text).criteria for m in c.misconceptions]
+    assert fired == []
 
 
 def test_the_same_words_in_the_wrong_roles_are_a_misconception(graders: Graders) -> None:
@@ -156,3 +186,12 @@ def test_reference_only_grading_orders_answers(graders: Graders) -> None:
     empty = graders.reference.grade("什么是链表", "", [reference])
     assert good.score > poor.score > empty.score == 0
     assert good.grader == "offline-reference" and good.criteria == []
+
+
+def test_reference_only_grading_counts_key_points_not_the_question_repeated(graders: Graders) -> None:
+    question = "若频繁地对一个线性表进行插入和删除操作，该线性表宜采用何种存储结构，为什么？"
+    reference = "宜采用链式存储结构。顺序表插入删除要移动大量元素，耗时长；链表只需修改前驱结点的指针，不必移动元素，效率更高。"
+    echo = graders.reference.grade(question, "频繁地对线性表进行插入和删除操作时，线性表宜采用合适的存储结构。", [reference])
+    both = graders.reference.grade(question, "用链式存储。顺序表插入删除要移动大量元素；链表只改前驱结点的指针，不移动元素。", [reference])
+    one = graders.reference.grade(question, "用链式存储，因为比较灵活。", [reference])
+    assert both.score > one.score and both.score > echo.score

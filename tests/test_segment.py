@@ -59,3 +59,21 @@ def test_filler_words_carry_no_tokens(segmenter: Segmenter) -> None:
 def test_an_alias_claimed_by_two_terms_is_rejected() -> None:
     with pytest.raises(KnowledgeError, match="belongs to both"):
         Glossary([Term(id="a", aliases=["TP"]), Term(id="b", aliases=["tp"])])
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("算术强度比拐点大", "算术强度高于拐点"),
+        ("arithmetic intensity above the ridge point", "arithmetic intensity higher than the ridge point"),
+        ("延迟比 NVLink 高很多", "延迟高于 NVLink 很多"),
+        ("FP16 的范围比 BF16 小", "FP16 的范围低于 BF16"),
+    ],
+)
+def test_a_comparison_reads_the_same_however_it_is_worded(segmenter: Segmenter, a: str, b: str) -> None:
+    assert segmenter.tokens(a) == segmenter.tokens(b)
+
+
+@pytest.mark.parametrize("text", ["比如 ZeRO-3", "相比 DDP 多一次 all-gather", "比较大的 batch", "对比一下两种方案"])
+def test_words_built_on_bi_are_no_comparison(segmenter: Segmenter, text: str) -> None:
+    assert "@w-higher-than" not in segmenter.tokens(text) and "@w-lower-than" not in segmenter.tokens(text)
