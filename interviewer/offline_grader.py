@@ -354,7 +354,8 @@ class OfflineGrader:
             parts.append("回答中对评分者的指令已被忽略。" if zh else "Instructions addressed to the grader were ignored.")
         for c in criteria:
             for m in c.misconceptions:
-                parts.append(f"错误：{m.claim}。更正：{m.correction}" if zh else f"Wrong: {m.claim}. In fact: {m.correction}")
+                claim = m.claim.rstrip("。.！!；; ")
+                parts.append(f"错误：{claim}。更正：{m.correction}" if zh else f"Wrong: {claim}. In fact: {m.correction}")
         strong = [c.description for c in criteria if c.score == c.max_score]
         if strong:
             parts.append(("讲到位的：" if zh else "Covered well: ") + ("；".join(strong) if zh else "; ".join(strong)))

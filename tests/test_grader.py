@@ -76,6 +76,7 @@ def test_a_core_error_keeps_an_otherwise_fluent_answer_low(graders: Graders) -> 
     result = grade(graders, "q09", answer)
     assert "roofline-sides-inverted" in {m.id for c in result.criteria for m in c.misconceptions}
     assert result.score <= graders.offline.calibration.misconception_cap <= 4
+    assert "错误：算术强度高于拐点是访存受限" in result.feedback and "。。" not in result.feedback
 
 
 def test_a_correction_of_a_misconception_is_not_one(graders: Graders) -> None:
