@@ -136,7 +136,7 @@ class ReferenceCalibration:
     features, then ``score = g((linear - low) / (high - low))`` with ``g`` monotone piecewise-linear
     through :data:`KNOTS` (fitted like the rubric calibration)."""
 
-    coefficients: list[float] = field(default_factory=lambda: [10.0] + [0.0] * 18)
+    coefficients: list[float] = field(default_factory=lambda: [10.0] + [0.0] * 20)
     bias: float = 0.0
     low: float = 0.0
     high: float = 10.0

@@ -5,7 +5,8 @@ Used for questions outside the bank (``interviewer grade`` lines with ``question
 rarity (jieba's general-language frequencies: 的 counts little, 栈 a lot). The features are the
 weighted recall of the reference's units, bigram and trigram recall, bigram precision, the
 answer's length, how the reference's key points (its clauses) are covered one by one (a teacher
-marks points, not words), and how much of the answer only repeats the question; a ridge
+marks points, not words), how much of the answer only repeats the question, and, when the
+reference opens with a verdict ("错误。…", "Yes, …"), whether the answer reaches the same one; a ridge
 regression over them and a few non-linear terms, followed by a monotone
 piecewise-linear map, is fitted on a public Chinese short-answer set (see
 :class:`interviewer.calibration.ReferenceCalibration`). Against several references the best one
@@ -34,6 +35,13 @@ _UNIT = re.compile(r"[\u4e00-\u9fff]|[a-z0-9]+(?:[-_.][a-z0-9]+)*")
 _KEY_POINT = re.compile(r"[，,。；;！？!?：:\n、（）()]+")
 KEY_POINT_UNITS = 3  # a clause shorter than this is no key point of its own
 
+# A verdict opens a reference to a true-or-false or can-or-cannot question: "错误。…", "可以，…",
+# "No, …". The short words count only when a pause follows (对于 / 是一种 / 能够 are no verdicts).
+_VERDICT_LEAD = re.compile(r"^[\s\d.、:：()①②③]*(?:[答解][:：]?\s*)?(?:(?:这个|这|该|此)?(?:叙述|说法|命题|题目)(?:是)?)?")
+_PAUSE = r"(?:的)?(?:[,.;!?:，。；！？：、\s]|$)"
+_NO = re.compile(r"(?:不正确|不对|错误|(?:错|否|不能|不可以|不可能|不会|不是|不一定|false|wrong|incorrect|no)" + _PAUSE + ")")
+_YES = re.compile(r"(?:正确|(?:对|是|能|可以|会|一定|true|right|correct|yes)" + _PAUSE + ")")
+
 
 @dataclass(frozen=True)
 class ReferenceFeatures:
@@ -52,6 +60,8 @@ class ReferenceFeatures:
     points_best: float = 0.0  # the best-covered key point
     points_median: float = 0.0
     question_copy: float = 0.0  # share of the answer's units that are the question's own
+    verdict_agrees: float = 0.0  # 1 when the reference opens with a verdict and the answer reaches it
+    verdict_contradicts: float = 0.0  # 1 when the answer opens with the opposite verdict
 
     def vector(self) -> list[float]:
         """The model's inputs: the features plus the non-linear terms the fit found useful."""
@@ -76,6 +86,8 @@ class ReferenceFeatures:
             self.points_best,
             self.points_median,
             self.question_copy,
+            self.verdict_agrees,
+            self.verdict_contradicts,
         ]
 
 
@@ -125,6 +137,7 @@ class ReferenceGrader:
         points = self.key_points(a, reference)
         coverage = sorted(c for c, _ in points)
         asked = set(self.units(question))
+        expected, given = verdict(reference), verdict(answer)
         return ReferenceFeatures(
             unit_recall=recall,
             bigram_recall=len(a2 & r2) / len(r2) if r2 else 0.0,
@@ -139,6 +152,8 @@ class ReferenceGrader:
             points_best=coverage[-1],
             points_median=coverage[len(coverage) // 2],
             question_copy=sum(1 for u in a if u in asked) / len(a) if a else 0.0,
+            verdict_agrees=1.0 if expected and given == expected else 0.0,
+            verdict_contradicts=1.0 if expected and given == -expected else 0.0,
         )
 
     def best_features(self, answer: str, references: Sequence[str], question: str = "") -> ReferenceFeatures:
@@ -179,6 +194,9 @@ class ReferenceGrader:
                 f"Graded against {against_en} (no rubric): covers about {features.unit_recall:.0%} of the "
                 f"reference's content; about {features.bigram_precision:.0%} of the answer's wording agrees with it."
             )
+        if features is not None and features.verdict_contradicts:
+            opposite = "回答的结论与参考答案相反。" if language == "zh" else "The answer's verdict is the opposite of the reference's."
+            feedback += "\n" + opposite
         if "steering-attempt" in flags:
             feedback += "\n" + ("回答中对评分者的指令已被忽略。" if language == "zh" else "Instructions to the grader were ignored.")
         return Grade(
@@ -193,6 +211,14 @@ class ReferenceGrader:
             grader_version=GRADER_VERSION,
             rubric_version=None,
         )
+
+
+def verdict(text: str) -> int:
+    """+1 when the text opens with a yes (正确, 可以, "Yes,"), -1 with a no (错误, 不能, "No."), else 0."""
+    opening = _VERDICT_LEAD.sub("", normalise(text))[:12]
+    if _NO.match(opening):
+        return -1
+    return 1 if _YES.match(opening) else 0
 
 
 def _grams(units: list[str], n: int) -> set[tuple[str, ...]]:

@@ -196,3 +196,32 @@ def test_reference_only_grading_counts_key_points_not_the_question_repeated(grad
     both = graders.reference.grade(question, "用链式存储。顺序表插入删除要移动大量元素；链表只改前驱结点的指针，不移动元素。", [reference])
     one = graders.reference.grade(question, "用链式存储，因为比较灵活。", [reference])
     assert both.score > one.score and both.score > echo.score
+
+
+@pytest.mark.parametrize(
+    ("question", "reference", "agrees", "contradicts", "message"),
+    [
+        (
+            "判断正误并解释：栈底元素是不能删除的元素。",
+            "错误。栈只能在栈顶删除，先把上面的元素逐个出栈，栈底元素最后也可以被删除。",
+            "错误，只要把栈顶以上的元素逐个出栈，栈底元素最后也能删除。",
+            "正确，栈只能在栈顶删除，所以栈底元素不能删除。",
+            "结论与参考答案相反",
+        ),
+        (
+            "True or false: ZeRO-3 removes the communication cost of data parallelism.",
+            "False. ZeRO-3 all-gathers each layer's parameters in the forward and again in the backward pass, "
+            "so it moves about 1.5 times the data that plain DDP's all-reduce does.",
+            "False: it has to all-gather the parameters in forward and backward, so it moves about 1.5x DDP's data.",
+            "True: ZeRO-3 shards the parameters, so the all-reduce and its communication cost go away.",
+            "opposite of the reference",
+        ),
+    ],
+)
+def test_reference_only_grading_checks_the_verdict(
+    graders: Graders, question: str, reference: str, agrees: str, contradicts: str, message: str
+) -> None:
+    right = graders.reference.grade(question, agrees, [reference])
+    wrong = graders.reference.grade(question, contradicts, [reference])
+    assert right.score >= 7 and wrong.score <= 3  # the same words, the opposite conclusion
+    assert message in wrong.feedback and message not in right.feedback
