@@ -4,8 +4,9 @@
     python benchmarks/check_misconceptions.py --question q03  # one question
     python benchmarks/check_misconceptions.py --question q03 --text "反向不需要通信……"
 
-False alarms are looked for in the question's own reference answers, its top score anchors, the
-corrections of its misconceptions, the correct answers of the two held-out sets under benchmarks/
+Both the question's misconceptions and its follow-ups' are checked. False alarms are looked for in
+the question's own reference answers, the top score anchors of its criteria and its follow-ups'
+criteria, the corrections of all their misconceptions, the correct answers of the two held-out sets under benchmarks/
 and (when ../shared/eval is present) the development set's expert and solid answers; hits are
 listed for the development set's misconception and weak answers. With --text, prints what fires.
 """
@@ -26,10 +27,15 @@ CORRECT_KINDS = {"expert", "solid", "short-expert", "plain-words", "mixed-langua
 
 
 def fired(graders: Graders, question_id: str, text: str) -> list[tuple[str, str]]:
+    """What fires on the text: the question's misconceptions, then its follow-ups' (as "f1/id")."""
     question = graders.bank.get(question_id)
-    compiled = graders.offline._compile(question.id, tuple(question.criteria))
-    results, _ = graders.offline.analyse(Answer.read(text, graders.segmenter), compiled)
-    return [(m.id, unit.text) for r in results for m, unit in r.misconceptions]  # type: ignore[attr-defined]
+    answer = Answer.read(text, graders.segmenter)
+    found = []
+    groups = [("", question.id, question.criteria)] + [(f"{f.id}/", f"{question.id}/{f.id}", f.criteria) for f in question.followups]
+    for prefix, key, criteria in groups:
+        results, _ = graders.offline.analyse(answer, graders.offline._compile(key, tuple(criteria)))
+        found += [(prefix + m.id, unit.text) for r in results for m, unit in r.misconceptions]  # type: ignore[attr-defined]
+    return found
 
 
 def main(question: str | None = None, text: str | None = None) -> None:
@@ -47,7 +53,9 @@ def main(question: str | None = None, text: str | None = None) -> None:
             continue
         clean = [("reference_answer.zh", q.reference_answer.zh), ("reference_answer.en", q.reference_answer.en)]
         clean += [(f"{c.id}.level3.{lang}", getattr(c.levels[-1], lang)) for c in q.criteria for lang in ("zh", "en")]
-        corrections = [m.correction for c in q.criteria for m in c.misconceptions]
+        criteria = [*q.criteria, *(c for f in q.followups for c in f.criteria)]
+        clean += [(f"{c.id}.level3.{lang}", getattr(c.levels[-1], lang)) for f in q.followups for c in f.criteria for lang in ("zh", "en")]
+        corrections = [m.correction for c in criteria for m in c.misconceptions]
         clean += [(f"correction.{lang}", getattr(correction, lang)) for correction in corrections for lang in ("zh", "en")]
         clean += [(f"{r['id']} ({r['kind']})", r["answer"]) for r in held_out if r["question_id"] == q.id and r["kind"] in CORRECT_KINDS]
         clean += [

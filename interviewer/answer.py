@@ -7,18 +7,27 @@ exact substring of what the candidate wrote.
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .segment import TERM_PREFIX, Segmenter, normalise
+from .segment import CLAIM_WORDS, TERM_PREFIX, Segmenter, normalise
 
 GRADING_LIMIT = 20_000  # characters read; a longer paste is graded on its beginning and flagged
 
 # A sentence ends at Chinese or English end punctuation, a semicolon or a line break; an English
 # full stop only when followed by a space or the end (so 1.5, e.g. and file.md stay whole).
 _SENTENCE = re.compile(r"(?:[^。！？!?；;\n.]|\.(?!\s|$)|(?<=e\.g)\.|(?<=i\.e)\.)+(?:[。！？!?；;]|(?<!e\.g)(?<!i\.e)\.(?=\s|$))?")
-_CLAUSE = re.compile(r"[^，,、：:。！？!?；;\n]+")
+_CLAUSE = re.compile(r"(?:[^，,、：:。！？!?；;\n]|(?<=\d)[:,](?=\d))+")  # "3:1" and "2,000" stay whole
+# A contrast inside a clause starts a new one: "ZeRO-2 shards gradients while every GPU keeps all
+# parameters", "低于拐点是访存受限而高于拐点是计算受限". 而 inside a word (而是, 从而 …) or after a
+# change ("随规模增大而变长") is no contrast.
+_CONTRAST = re.compile(
+    r"\s+(?=(?:while|whereas|but)\s)|(?<!不)(?=但)|(?=然而)|(?<![从因进然反继加大少小高低升降长多快慢])(?=而(?![是且言已不非]))",
+    re.IGNORECASE,
+)
 _LIST_SPLIT = re.compile(r"[，,、/／;；]|→|->|\+")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -52,12 +61,28 @@ _RELATION = re.compile(
     re.IGNORECASE,
 )
 _NEGATION = re.compile(
-    # 不 before anything but the words where it is no negation (不同 different, 不少 many, 不断 …)
-    r"不(?![同少断过仅但久足管论])|并非|没有|没法|无法|别|而不是|误区|误解|错误|错的|以为|有人说|无(?=[\u4e00-\u9fff])"
+    # 不 before anything but the words where it is no negation (不同 different, 不少 many, 不断 …);
+    # 不同步 is "not in sync". Questions and idioms (要不要, 差不多) are removed first.
+    r"(?:完全|截然|根本|本质上?)不同|不(?:同步|(?![同少断过仅但久足管论]))|并非|没|无法|(?<![区分级差识特类告个])别"
+    r"|而不是|误区|误解|错的|以为|有人说|无(?![缝论])(?=[\u4e00-\u9fff])"
+    # 错误 as a verdict ("这是错误的", "说法错误"), not the noun ("ECC 错误", "Xid 错误会导致…")
+    r"|(?:是|说法|观点|理解)错误|错误(?=的|[，。,.;；！!]|$)"
     r"|\b(not|no|never|without|no longer|isn'?t|aren'?t|doesn'?t|don'?t|won'?t|cannot|can'?t"
     r"|myth|misconception|wrong|mistaken?|rather than|instead of)\b",
     re.IGNORECASE,
 )
+
+# Not negations: questions (要不要), idioms (差不多), "not only" (不只是 …, it adds), and "does not
+# mean it won't" (不代表不会), which denies nothing.
+_NOT_NEGATIONS = re.compile(
+    r"要不要|是不是|能不能|会不会|行不行|对不对|差不多|大不了|不只是|不仅仅|不仅|不止|不光|不单|不但|(?:不代表|不意味着|不等于)不会"
+    r"|\bnot only\b",
+    re.IGNORECASE,
+)
+
+
+def count_negations(text: str) -> int:
+    return len(_NEGATION.findall(_NOT_NEGATIONS.sub("", text)))
 
 
 # A clause that only supposes something ("如果 TP 跨节点", "if TP spanned nodes") asserts nothing.
@@ -98,7 +123,7 @@ class Unit:
 
     @cached_property
     def negated(self) -> int:
-        return len(_NEGATION.findall(self.text))
+        return count_negations(self.text)
 
     @cached_property
     def supposed(self) -> bool:
@@ -136,12 +161,17 @@ class Phrase:
                     current[j] = max(previous[j], current[j - 1])
             previous = current
         found = previous[-1]
-        # a Chinese word jieba cut differently still counts, wherever it is
-        loose = sum(1 for t in self.tokens if t not in unit.token_set and _present(t, unit))
+        # a Chinese word jieba cut differently still counts, wherever it is (once: not when the
+        # subsequence above already matched it inside a longer word)
+        loose = sum(1 for t in self.tokens if t not in unit.token_set and _present(t, unit) and not _inside_a_token(t, unit))
         return min(len(self.tokens), found + loose) / len(self.tokens)
 
     def all_terms_present(self, unit: Unit) -> bool:
         return all(t in unit.token_set for t in self.tokens if t.startswith(TERM_PREFIX))
+
+
+def _inside_a_token(token: str, unit: Unit) -> bool:
+    return any(token in other or (len(other) >= 2 and other in token) for other in unit.tokens)
 
 
 def _present(token: str, unit: Unit) -> bool:
@@ -151,8 +181,13 @@ def _present(token: str, unit: Unit) -> bool:
     return bool(_HAN.search(token)) and len(token) >= 2 and token in unit.norm
 
 
-def make_phrase(segmenter: Segmenter, text: str) -> Phrase:
-    return Phrase(text=text, tokens=tuple(dict.fromkeys(segmenter.tokens(text))), negations=len(_NEGATION.findall(text)))
+def make_phrase(segmenter: Segmenter, text: str, keep: frozenset[str] = frozenset()) -> Phrase:
+    return Phrase(text=text, tokens=tuple(dict.fromkeys(segmenter.tokens(text, keep))), negations=count_negations(text))
+
+
+def make_claim(segmenter: Segmenter, text: str) -> Phrase:
+    """A misconception's phrasing, with the words a claim turns on (需要, 都, each …) kept."""
+    return make_phrase(segmenter, text, CLAIM_WORDS)
 
 
 _VOWELS = re.compile(r"[aeiouy]")
@@ -166,6 +201,15 @@ def _implausible(word: str, dictionary: dict[str, int]) -> bool:
     if word.isdigit():
         return False
     return len(word) >= 4 and (not _VOWELS.search(word) or bool(_CONSONANT_RUN.search(word)))
+
+
+def _contrasted(clause: str) -> Iterator[tuple[int, str]]:
+    """The parts of a clause split at its contrasts, each with its offset, stripped."""
+    cuts = [0, *(m.start() for m in _CONTRAST.finditer(clause) if m.start() > 0), len(clause)]
+    for begin, end in itertools.pairwise(cuts):
+        piece = clause[begin:end]
+        if piece.strip():
+            yield begin + piece.index(piece.strip()), piece.strip()
 
 
 def detect_language(text: str) -> str:
@@ -210,9 +254,8 @@ class Answer:
                 continue
             answer.sentences.append(sentence)
             for clause in _CLAUSE.finditer(stripped):
-                part = clause.group(0).strip()
-                if part:
-                    unit = answer._unit(start + clause.start() + clause.group(0).index(part), part)
+                for offset, part in _contrasted(clause.group(0)):
+                    unit = answer._unit(start + clause.start() + offset, part)
                     if unit.tokens:
                         answer.clauses.append(unit)
         if answer.steering:
@@ -228,6 +271,18 @@ class Answer:
     @cached_property
     def tokens(self) -> list[str]:
         return [t for s in self.sentences for t in s.tokens]
+
+    @cached_property
+    def claim_clauses(self) -> list[Unit]:
+        """The clauses as misconceptions are matched against them (see :func:`make_claim`)."""
+        return [self._claim_unit(u) for u in self.clauses]
+
+    @cached_property
+    def claim_sentences(self) -> list[Unit]:
+        return [self._claim_unit(u) for u in self.sentences]
+
+    def _claim_unit(self, unit: Unit) -> Unit:
+        return Unit(unit.start, unit.end, unit.text, tuple(self.segmenter.tokens(unit.text, CLAIM_WORDS)), unit.norm, unit.parts)
 
     @cached_property
     def lang(self) -> str:

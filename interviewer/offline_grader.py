@@ -13,11 +13,12 @@ calibration fitted on expert-scored answers (see :mod:`interviewer.calibration`)
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .answer import Answer, Phrase, Unit, make_phrase
+from .answer import Answer, Phrase, Unit, make_claim, make_phrase
 from .bank import Bank
 from .calibration import Calibration
 from .grading import CriterionGrade, Grade, MisconceptionFound, PassageCitation
@@ -39,6 +40,8 @@ OFF_TOPIC_MARGIN = 0.3
 UNRELATED_RELEVANCE = 0.12
 OFF_TOPIC_CAP = 1.0
 KEYWORD_LIST_CAP = 2.0  # a list of the right terms shows recall, not understanding
+_CLAUSE_BREAK = re.compile(r"[，,、：:；;]")
+_DIGIT = re.compile(r"\d")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,16 @@ class _Misconception:
     source: object  # the rubric's Misconception
     patterns: tuple[Phrase, ...]
     claims: tuple[Phrase, ...]
+    correction_words: frozenset[str] = frozenset()  # every token of the correction, both languages
+
+    def loose_match_holds(self, pattern: Phrase, unit: Unit) -> bool:
+        """A long pattern may match with a quarter of its words missing, but not its numbers ("0%
+        GPU-Util" is not "100%"), and not all of the words that make it wrong: those it does not
+        share with the correction ("训练显存就是参数量乘 2 字节" vs the right "推理显存…")."""
+        if not all(t in unit.token_set for t in pattern.tokens if _DIGIT.search(t)):
+            return False
+        wrong = [t for t in pattern.tokens if t not in self.correction_words]
+        return not wrong or any(t in unit.token_set for t in wrong)
 
 
 @dataclass(frozen=True)
@@ -130,8 +143,11 @@ class OfflineGrader:
             misconceptions = tuple(
                 _Misconception(
                     source=m,
-                    patterns=tuple(p for p in map(phrase, m.patterns) if p.tokens),
-                    claims=tuple(p for p in (phrase(m.claim.zh), phrase(m.claim.en)) if p.tokens),
+                    patterns=tuple(p for p in (make_claim(self.segmenter, t) for t in m.patterns) if p.tokens),
+                    claims=tuple(p for p in (make_claim(self.segmenter, m.claim.zh), make_claim(self.segmenter, m.claim.en)) if p.tokens),
+                    correction_words=frozenset(
+                        t for text in (m.correction.zh, m.correction.en) for t in make_claim(self.segmenter, text).tokens
+                    ),
                 )
                 for m in criterion.misconceptions
             )
@@ -255,13 +271,17 @@ class OfflineGrader:
     def _find_claim(answer: Answer, m: _Misconception) -> Unit | None:
         for pattern in m.patterns:
             threshold = 1.0 if len(pattern.tokens) <= 5 else PATTERN_COVERAGE
-            for unit in answer.clauses:
+            for unit in answer.claim_clauses:
                 if unit.supposed or _polarity(unit.negated) != _polarity(pattern.negations):
                     continue
                 if pattern.all_terms_present(unit) and pattern.ordered_coverage(unit) >= threshold:
+                    if threshold < 1.0 and not m.loose_match_holds(pattern, unit):
+                        continue
                     return unit
         for claim in m.claims:
-            for unit in answer.sentences:
+            # a claim of one clause is looked for in one clause, not in words spread over a sentence
+            units = answer.claim_sentences if _CLAUSE_BREAK.search(claim.text.strip().rstrip("。.")) else answer.claim_clauses
+            for unit in units:
                 if _polarity(unit.negated) != _polarity(claim.negations):
                     continue
                 if claim.all_terms_present(unit) and claim.ordered_coverage(unit) >= CLAIM_COVERAGE:

@@ -21,7 +21,7 @@ import snowballstemmer
 from .glossary import Glossary
 
 TERM_PREFIX = "@"
-SEGMENTER_VERSION = 3  # part of the embedding's identity: a change re-embeds the index
+SEGMENTER_VERSION = 4  # part of the embedding's identity: a change re-embeds the index
 MAX_ALIAS_TOKENS = 6
 
 _WORD = re.compile(r"[0-9a-z\u4e00-\u9fff]")
@@ -51,12 +51,25 @@ def normalise(text: str) -> str:
 # 比 inside 比较/比如/比例/对比/相比 … is no comparison.
 _COMPARISON = re.compile(
     r"(?<![对相类好无])比(?![较如例率值方特赛起上])"  # 比, not 比较 / 对比 …
-    r"([^，。,；;！？!?、\n]{1,24}?)(?:还|更|要)?(大|高|多|小|低|少)(?![小少低大多高])"  # B, then the direction
+    r"([^，。,；;！？!?、\n]{1,24}?)(?:还|更|要)?(大|高|多|长|快|小|低|少|短|慢)(?![小少低短慢大多高长快])"  # B, then the direction
 )
 
 
 def comparatives(text: str) -> str:
-    return _COMPARISON.sub(lambda m: ("高于" if m.group(2) in "大高多" else "低于") + m.group(1), text)
+    return _COMPARISON.sub(lambda m: ("高于" if m.group(2) in "大高多长快" else "低于") + m.group(1), text)
+
+
+# "ZeRO" is DeepSpeed's optimizer, "zero" in English the number ("GPU-Util drops to zero"); in a
+# Chinese sentence a bare zero is the optimizer ("用 zero 省显存"). ZeRO-3, ZeRO stage 2 … keep
+# their own aliases.
+_ZERO_NAME = re.compile(r"(?<![A-Za-z0-9_.])ZeRO(?![A-Za-z0-9_]|\.\w|[-+]|\s*(?i:stage\s*-?\d|plus|\d))")
+_ZERO_WORD = re.compile(r"(?<![A-Za-z0-9_.])zero(?![A-Za-z0-9_]|\.\w|[-+]|\s*(?:stage\s*-?\d|plus|bubble|\d))", re.IGNORECASE)
+_ZERO_PLUS_PLUS = re.compile(r"(?<![A-Za-z0-9_.])zero\+\+", re.IGNORECASE)  # "++" is no word: it would leave a bare "zero"
+
+
+def zero_optimizer(text: str) -> str:
+    text = _ZERO_NAME.sub("ZeRO-DP", _ZERO_PLUS_PLUS.sub("ZeRO plus plus", text))
+    return _ZERO_WORD.sub("ZeRO-DP", text) if _HAN.search(text) else text
 
 
 @cache
@@ -77,6 +90,11 @@ def _stem(word: str) -> str:
 
 
 _STOPWORDS_STEMMED = STOPWORDS | {_stem(word) for word in STOPWORDS}
+
+# Stopwords that a claim turns on: "不需要 gang" is not "不支持 gang", "矩阵乘都是计算受限" is not
+# "这个 GEMM 是计算受限", "每个 SM 有自己的 L2" is not "每个 SM 有 L2". Kept when matching
+# misconceptions (:meth:`Segmenter.tokens` with ``keep``), dropped everywhere else.
+CLAIM_WORDS = frozenset(w for word in "需要 可以 都 每 各 自己 need needs must can all each every own".split() for w in (word, _stem(word)))
 
 
 class Segmenter:
@@ -119,9 +137,14 @@ class Segmenter:
     def _raw_tokens(self, normalised: str) -> list[str]:
         return [_stem(t) for t in self._jieba.cut(normalised, HMM=False) if _WORD.search(t)]
 
-    def tokens(self, text: str) -> list[str]:
-        """Content tokens: term tokens (``@id``), Chinese words and stemmed English words."""
-        raw = self._raw_tokens(comparatives(normalise(text)))
+    @lru_cache(maxsize=4096)  # noqa: B019 - one segmenter lives as long as the process
+    def _cut(self, text: str) -> tuple[str, ...]:
+        return tuple(self._raw_tokens(comparatives(normalise(zero_optimizer(text)))))
+
+    def tokens(self, text: str, keep: frozenset[str] = frozenset()) -> list[str]:
+        """Content tokens: term tokens (``@id``), Chinese words and stemmed English words; the
+        stopwords in ``keep`` stay."""
+        raw = self._cut(text)
         phrases = self._phrases
         out: list[str] = []
         i = 0
@@ -134,7 +157,7 @@ class Segmenter:
                     break
             else:
                 word = raw[i]
-                if word not in _STOPWORDS_STEMMED:
+                if word not in _STOPWORDS_STEMMED or word in keep:
                     out.append(word)
                 i += 1
         return out

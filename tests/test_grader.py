@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from interviewer.answer import Answer, count_negations
 from interviewer.batch import Graders
 from interviewer.grading import Grade
 from interviewer.settings import PROJECT_ROOT, Settings
@@ -100,6 +101,12 @@ def test_a_rubrics_own_correct_statements_never_read_as_misconceptions(graders: 
     texts += [getattr(c.levels[-1], lang) for c in question.criteria for lang in ("zh", "en")]
     texts += [getattr(m.correction, lang) for c in question.criteria for m in c.misconceptions for lang in ("zh", "en")]
     fired = [(m.id, m.evidence) for text in texts for c in grade(graders, question_id, text).criteria for m in c.misconceptions]
+    for followup in question.followups:  # graded by their own criteria, against the same texts and theirs
+        own = [getattr(c.levels[-1], lang) for c in followup.criteria for lang in ("zh", "en")]
+        own += [getattr(m.correction, lang) for c in followup.criteria for m in c.misconceptions for lang in ("zh", "en")]
+        for text in [*texts, *own]:
+            result = graders.offline.grade_followup(question, followup, text)
+            fired += [(m.id, m.evidence) for c in result.criteria for m in c.misconceptions]
     assert fired == []
 
 
@@ -225,3 +232,56 @@ def test_reference_only_grading_checks_the_verdict(
     wrong = graders.reference.grade(question, contradicts, [reference])
     assert right.score >= 7 and wrong.score <= 3  # the same words, the opposite conclusion
     assert message in wrong.feedback and message not in right.feedback
+
+
+STATEMENTS = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "correct-statements.yaml").read_text(encoding="utf-8"))
+CORRECT_STATEMENTS, WRONG_TWINS = STATEMENTS["statements"], STATEMENTS["wrong_twins"]
+
+
+@pytest.mark.parametrize("statement", CORRECT_STATEMENTS, ids=[s["text"][:24] for s in CORRECT_STATEMENTS])
+def test_a_correct_statement_in_a_misconceptions_words_is_not_one(graders: Graders, statement: dict[str, str]) -> None:
+    """Right answers put the same words in other roles: "ZeRO-2 shards gradients while every GPU keeps
+    all parameters", "空闲显存总量够也不代表不会 OOM", "通信比计算短才能被完全隐藏"."""
+    question = graders.bank.get(statement["question"])
+    fired = [m.id for c in grade(graders, question.id, statement["text"]).criteria for m in c.misconceptions]
+    for followup in question.followups:
+        fired += [m.id for c in graders.offline.grade_followup(question, followup, statement["text"]).criteria for m in c.misconceptions]
+    assert fired == []
+
+
+@pytest.mark.parametrize("twin", WRONG_TWINS, ids=[s["misconception"] for s in WRONG_TWINS])
+def test_the_wrong_twin_of_a_correct_statement_is_still_named(graders: Graders, twin: dict[str, str]) -> None:
+    result = grade(graders, twin["question"], twin["text"])
+    assert twin["misconception"] in {m.id for c in result.criteria for m in c.misconceptions}
+
+
+def test_a_contrast_inside_a_clause_starts_a_new_one(graders: Graders) -> None:
+    text = "ZeRO-2 shards gradients while every GPU keeps all parameters; 低于拐点是访存受限而高于拐点是计算受限，随规模增大而变长。"
+    clauses = [c.text for c in Answer.read(text, graders.segmenter).clauses]
+    assert clauses == [
+        "ZeRO-2 shards gradients",
+        "while every GPU keeps all parameters",
+        "低于拐点是访存受限",
+        "而高于拐点是计算受限",
+        "随规模增大而变长",  # 而 after a change joins, it does not contrast
+    ]
+    assert all(c in text for c in clauses)
+
+
+@pytest.mark.parametrize(
+    ("text", "negated"),
+    [
+        ("TP 组内不同步权重梯度", True),
+        ("连续 2000 步没溢出", True),
+        ("这种说法是错误的", True),
+        ("两种调度完全不同", True),
+        ("不同 GPU 之间", False),
+        ("要不要开重计算", False),
+        ("区别在于切分的对象", False),
+        ("ECC 错误会导致 Xid 48", False),
+        ("FlashAttention 不只是加速", False),
+        ("空闲显存够也不代表不会 OOM", False),
+    ],
+)
+def test_negation_is_read_from_words_not_characters(text: str, negated: bool) -> None:
+    assert (count_negations(text) > 0) is negated

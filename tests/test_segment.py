@@ -68,6 +68,8 @@ def test_an_alias_claimed_by_two_terms_is_rejected() -> None:
         ("arithmetic intensity above the ridge point", "arithmetic intensity higher than the ridge point"),
         ("延迟比 NVLink 高很多", "延迟高于 NVLink 很多"),
         ("FP16 的范围比 BF16 小", "FP16 的范围低于 BF16"),
+        ("通信比计算长", "通信高于计算"),
+        ("HBM 比 SRAM 慢", "HBM 低于 SRAM"),
     ],
 )
 def test_a_comparison_reads_the_same_however_it_is_worded(segmenter: Segmenter, a: str, b: str) -> None:
@@ -77,3 +79,24 @@ def test_a_comparison_reads_the_same_however_it_is_worded(segmenter: Segmenter, 
 @pytest.mark.parametrize("text", ["比如 ZeRO-3", "相比 DDP 多一次 all-gather", "比较大的 batch", "对比一下两种方案"])
 def test_words_built_on_bi_are_no_comparison(segmenter: Segmenter, text: str) -> None:
     assert "@w-higher-than" not in segmenter.tokens(text) and "@w-lower-than" not in segmenter.tokens(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "optimizer"),
+    [
+        ("We shard with ZeRO.", True),
+        ("用 zero 省显存", True),
+        ("用zero省显存", True),
+        ("The three ZeRO stages", True),
+        ("GPU-Util drops to zero", False),
+        ("zero_grad 之后", False),
+    ],
+)
+def test_zero_is_the_optimizer_only_when_it_is_named_so(segmenter: Segmenter, text: str, optimizer: bool) -> None:
+    """Written ZeRO, or zero in a Chinese sentence, is DeepSpeed's optimizer; "drops to zero" is a number."""
+    assert ("@zero-optimizer" in segmenter.tokens(text)) is optimizer
+
+
+def test_zero_stages_and_zero_plus_plus_keep_their_own_terms(segmenter: Segmenter) -> None:
+    assert segmenter.tokens("ZeRO Stage-3") == segmenter.tokens("zero stage 3") == ["@zero-3"]
+    assert segmenter.tokens("ZeRO++") == segmenter.tokens("zero++") == ["@zero-plus-plus"]
