@@ -72,9 +72,9 @@ def feedback_card(grade: Grade, lang: str) -> str:
     lines = [f"### {TEXT[lang]['score']} {grade.score}/10", ""]
     if grade.flags:
         lines.append("`" + "` `".join(grade.flags) + "`\n")
+    if grade.feedback:  # the verdict first, one point a line (a bare newline would run them together)
+        lines += ["  \n".join(grade.feedback.splitlines()), ""]
     lines += criteria_markdown(grade, lang)
-    if grade.feedback:
-        lines += ["", grade.feedback]
     return "\n".join(lines)
 
 

@@ -37,6 +37,9 @@ def test_practice_mode_shows_a_feedback_card_with_evidence(handlers: Handlers) -
     after = handlers.submit(view.session_id, GOOD)
     assert "得分" in after.feedback and "回答中的依据: “数据并行每张卡一份完整模型" in after.feedback
     assert "parallelism.md#" in after.feedback
+    # the verdict comes first, a point a line; then the criteria with their evidence
+    assert after.feedback.index("满分的回答") < after.feedback.index("回答中的依据")
+    assert "  \n" in after.feedback.split("回答中的依据")[0]
     assert GOOD in texts(after.chat) and after.can_retry
     assert after.chat[-1]["content"].startswith("**↪**")  # the follow-up is asked
 
