@@ -40,6 +40,12 @@ OFF_TOPIC_MARGIN = 0.3
 UNRELATED_RELEVANCE = 0.12
 OFF_TOPIC_CAP = 1.0
 KEYWORD_LIST_CAP = 2.0  # a list of the right terms shows recall, not understanding
+# Padding: filler around one or two real points. At least three in four sentences evidence nothing
+# the rubric asks for (correct answers in the development and held-out sets: at most 0.70, and never
+# fewer than three sentences that do), and at most two do.
+FILLER_SHARE = 0.75
+FILLER_POINTS = 2
+PADDING_CAP = 3.0
 _CLAUSE_BREAK = re.compile(r"[，,、：:；;]")
 _DIGIT = re.compile(r"\d")
 
@@ -98,6 +104,7 @@ class Features:
     misconceptions: int
     explained: float  # share of concept credit earned in explanatory sentences
     flags: list[str]
+    filler: bool = False  # most sentences evidence nothing the rubric asks for
 
 
 class OfflineGrader:
@@ -208,9 +215,13 @@ class OfflineGrader:
         flags = list(answer.flags)
         if credit and len(credit) >= 3 and explained < 0.34:
             flags.append("keyword-list")
-        if answer.padding_ratio >= 0.4 and len(answer.sentences) >= 4:
+        evidence = {id(u) for r in results for u in r.evidence}
+        sentences = answer.unique_sentences
+        points = sum(1 for s in sentences if id(s) in evidence)
+        filler = len(sentences) >= 4 and points <= FILLER_POINTS and 1 - points / len(sentences) >= FILLER_SHARE
+        if filler or (answer.padding_ratio >= 0.4 and len(answer.sentences) >= 4):
             flags.append("padding")
-        return results, Features(raw=raw, misconceptions=misconceptions, explained=explained, flags=flags)
+        return results, Features(raw=raw, misconceptions=misconceptions, explained=explained, flags=flags, filler=filler)
 
     def _criterion(self, answer: Answer, compiled: _CompiledCriterion) -> CriterionResult:
         result = CriterionResult(compiled)
@@ -310,6 +321,8 @@ class OfflineGrader:
             score = min(OFF_TOPIC_CAP, self.calibration.score(features))
         elif "keyword-list" in features.flags:
             score = min(KEYWORD_LIST_CAP, self.calibration.score(features))
+        elif features.filler:
+            score = min(PADDING_CAP, self.calibration.score(features))
         else:
             score = self.calibration.score(features)
         graded = [self._criterion_grade(r, language) for r in results]
@@ -388,7 +401,14 @@ class OfflineGrader:
             )
         if "keyword-list" in features.flags:
             parts.append("多数术语只是列出，没有解释机制和原因。" if zh else "Most terms are only listed, not explained.")
-        if "padding" in features.flags:
+        if features.filler:
+            parts.append(
+                "大部分句子没有回答问题，只有一两句讲到了要点：空话不加分，要把要点展开讲机制和原因。"
+                if zh
+                else "Most sentences say nothing the question asks for; only one or two make a point. "
+                "Filler earns nothing: develop the points into mechanisms and reasons."
+            )
+        elif "padding" in features.flags:
             parts.append("重复的内容不会加分。" if zh else "Repeated content earns nothing twice.")
         if "truncated" in features.flags:
             parts.append("回答过长，只评了前面部分。" if zh else "The answer was too long; only its beginning was graded.")

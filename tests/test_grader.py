@@ -285,3 +285,30 @@ def test_a_contrast_inside_a_clause_starts_a_new_one(graders: Graders) -> None:
 )
 def test_negation_is_read_from_words_not_characters(text: str, negated: bool) -> None:
     assert (count_negations(text) > 0) is negated
+
+
+@pytest.mark.parametrize(
+    ("question_id", "answer", "message"),
+    [
+        (
+            "q13",
+            "Fault tolerance is extremely important for large-scale training. Everyone should pay attention to it. "
+            "A hung NCCL collective keeps GPU-Util near 100%, so hangs are caught by the NCCL watchdog timeout or "
+            "by step-progress monitoring, not by utilisation. In short, fault tolerance matters a lot. It is a key "
+            "skill for every infra engineer. We must always take it seriously.",
+            "Filler earns nothing",
+        ),
+        (
+            "q12",
+            "这个问题在集群里非常重要，大家都很关心。这个问题一定要重视。调度时用 bin-packing，优先把任务放到已经比较满的"
+            "节点上，把空节点整台留给大作业。总之这个问题非常关键。我们要持续关注它。这也是面试常考的内容。",
+            "空话不加分",
+        ),
+    ],
+    ids=["en", "zh"],
+)
+def test_filler_around_one_real_point_is_padding(graders: Graders, question_id: str, answer: str, message: str) -> None:
+    result = grade(graders, question_id, answer)
+    assert "padding" in result.flags and result.score <= 3
+    assert message in result.feedback
+    assert any(c.evidence for c in result.criteria)  # the one real point is still found and quoted
