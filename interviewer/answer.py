@@ -45,7 +45,18 @@ _STEERING = re.compile(
     r"|\bscore\s*[=:：]\s*\d"
     r"|you\s+are\s+(now\s+)?(a|the)\s+(grader|judge|evaluator)"
     r"|忽略.{0,12}(评分|规则|标准|指令|以上|之前|rubric)|给(我|这个回答|本回答)?(打)?满分|满分\s*10|打\s*10\s*分|评分\s*[=:：]\s*\d"
-    r"|你(现在)?是(评分|打分)",
+    r"|你(现在)?是(评分|打分)"
+    # asking for a score for this answer, or telling someone it deserves one
+    r"|\b(rate|score|grade|mark|award|assign|give)\b[^.\n]{0,30}\b(this|my|the)\s+(answer|response|reply|submission)\b[^.\n]{0,40}"
+    r"\b(10|ten|full|maximum|max|highest|top|perfect)\b"
+    r"|\b(this|my)\s+(answer|response|reply|submission)\b[^.\n]{0,40}\b(deserves|merits|earns|should\s+(get|receive|be\s+given))\b"
+    r"[^.\n]{0,30}\b(10|ten|full|maximum|highest|top|perfect)\b"
+    r"|\b(rate|score|grade|mark)\w*\s+(it|this|me)\s+(a\s+)?(10|ten)\b|\b10\s+out\s+of\s+10\b"
+    r"|\b(note|message|instruction)s?\s+(to|for)\s+the\s+(grader|evaluator|judge|assessor|marker|model)"
+    r"|\bas\s+an?\s+(ai|llm|language\s+model)\b[^.\n]{0,20}\b(grader|evaluator|judge)"
+    r"|\[/?inst\]|<\|?/?(system|im_start|im_end|assistant)\|?>|\"(score|grade)\"\s*:\s*\d"
+    r"|评分(系统|者|员|模型|程序|老师)|(应|应该|请|直接|必须)(给|打|得|给出|评|判)[^，。,.]{0,6}(10|十|满|最高)\s*分"
+    r"|(忘掉|忘记|无视|不要管|不用管|跳过)[^，。,.]{0,12}(评分|标准|规则|指令|要求|rubric)",
     re.IGNORECASE,
 )
 _NO_KNOWLEDGE = re.compile(
