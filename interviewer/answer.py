@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .segment import CLAIM_WORDS, TERM_PREFIX, Segmenter, normalise
+from .segment import CLAIM_WORDS, STOPWORDS, TERM_PREFIX, Segmenter, normalise
 
 GRADING_LIMIT = 20_000  # characters read; a longer paste is graded on its beginning and flagged
 
@@ -29,6 +29,11 @@ _CONTRAST = re.compile(
     re.IGNORECASE,
 )
 _LIST_SPLIT = re.compile(r"[，,、/／;；]|→|->|\+")
+# Words set apart by spaces are a list too: Chinese words with spaces between them ("优化器状态 梯度
+# 参数"; prose puts spaces only around English words), or six or more English words without a single
+# function word ("ZeRO-1 ZeRO-2 optimizer states gradients parameters").
+_HAN_GAP = re.compile(r"[\u4e00-\u9fff]\s+[\u4e00-\u9fff]")
+_ENGLISH_WORD = re.compile(r"[A-Za-z][\w.+-]*")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
 _QUANTITY = re.compile(
@@ -214,6 +219,15 @@ def _implausible(word: str, dictionary: dict[str, int]) -> bool:
     return len(word) >= 4 and (not _VOWELS.search(word) or bool(_CONSONANT_RUN.search(word)))
 
 
+def _list_parts(text: str) -> list[str]:
+    parts = [part for part in _LIST_SPLIT.split(text) if part.strip()]
+    english = _ENGLISH_WORD.findall(text)
+    spaced = len(_HAN_GAP.findall(text)) >= 3 or (
+        not _HAN.search(text) and len(english) >= 6 and not any(w.casefold() in STOPWORDS for w in english)
+    )
+    return [word for part in parts for word in part.split()] if spaced else parts
+
+
 def _contrasted(clause: str) -> Iterator[tuple[int, str]]:
     """The parts of a clause split at its contrasts, each with its offset, stripped."""
     cuts = [0, *(m.start() for m in _CONTRAST.finditer(clause) if m.start() > 0), len(clause)]
@@ -276,7 +290,7 @@ class Answer:
         return answer
 
     def _unit(self, start: int, text: str) -> Unit:
-        parts = tuple(tuple(self.segmenter.tokens(part)) for part in _LIST_SPLIT.split(text) if part.strip())
+        parts = tuple(tuple(self.segmenter.tokens(part)) for part in _list_parts(text))
         return Unit(start, start + len(text), text, tuple(self.segmenter.tokens(text)), normalise(text), parts)
 
     @cached_property

@@ -344,3 +344,25 @@ def test_an_instruction_to_the_grader_is_flagged_and_changes_nothing(graders: Gr
 )
 def test_talk_of_scores_in_an_answer_is_no_instruction(graders: Graders, sentence: str) -> None:
     assert "steering-attempt" not in grade(graders, "q11", sentence).flags
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        "ZeRO 优化器状态 梯度 参数 切分 all-gather reduce-scatter 通信量 1.5 倍 预取 bucket ZeRO++",
+        "ZeRO-1 ZeRO-2 ZeRO-3 optimizer states gradients parameters all-gather reduce-scatter prefetch",
+    ],
+    ids=["zh-spaces", "en-spaces"],
+)
+def test_keywords_set_apart_by_spaces_are_a_list(graders: Graders, keywords: str) -> None:
+    result = grade(graders, "q02", keywords)
+    assert "keyword-list" in result.flags and result.score <= 2
+
+
+def test_chinese_prose_with_spaces_around_english_terms_is_no_list(graders: Graders) -> None:
+    answer = (
+        "ZeRO-3 在前向每层计算前 all-gather 参数，用完就释放；反向时再 all-gather 一次，梯度用 reduce-scatter，"
+        "所以每卡通信量约 3Ψ，是 DDP 的 1.5 倍，要靠预取和调大 bucket 把它藏到计算后面。"
+    )
+    result = grade(graders, "q02", answer)
+    assert "keyword-list" not in result.flags and result.score >= 4
