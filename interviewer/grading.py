@@ -20,6 +20,7 @@ Flag = Literal[
     "steering-attempt",  # text addressed to the grader; ignored
     "keyword-list",  # terms without explanation
     "off-topic",  # little to do with the question
+    "question-echo",  # mostly the question's own words back
     "padding",  # the same content repeated, or filler around one or two real points
     "skipped",  # the candidate chose to skip
     "llm-fallback",  # the model failed and the offline grader graded this turn

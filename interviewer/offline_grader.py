@@ -46,6 +46,7 @@ KEYWORD_LIST_CAP = 2.0  # a list of the right terms shows recall, not understand
 FILLER_SHARE = 0.75
 FILLER_POINTS = 2
 PADDING_CAP = 3.0
+ECHO_SHARE = 0.7  # an answer whose words are this much the question's own only repeats it
 _CLAUSE_BREAK = re.compile(r"[，,、：:；;]")
 _DIGIT = re.compile(r"\d")
 
@@ -198,11 +199,18 @@ class OfflineGrader:
     # -- public API ------------------------------------------------------------------------------
     def grade(self, question: Question, answer: str, lang: Lang | None = None) -> Grade:
         criteria = self._compile(question.id, tuple(question.criteria))
-        return self._grade(answer, criteria, question.id, question.version, question.references, lang)
+        asked = (question.question.zh, question.question.en)
+        return self._grade(answer, criteria, question.id, question.version, question.references, lang, asked)
 
     def grade_followup(self, question: Question, followup: FollowUp, answer: str, lang: Lang | None = None) -> Grade:
         criteria = self._compile(f"{question.id}/{followup.id}", tuple(followup.criteria))
-        return self._grade(answer, criteria, f"{question.id}/{followup.id}", question.version, followup.references, lang)
+        key, asked = f"{question.id}/{followup.id}", (followup.question.zh, followup.question.en)
+        return self._grade(answer, criteria, key, question.version, followup.references, lang, asked)
+
+    def echoes(self, answer: Answer, asked: tuple[str, ...]) -> bool:
+        """Mostly the question's own words back (answers in the labelled sets: at most 0.39)."""
+        words = set().union(*(self.segmenter.tokens(text) for text in asked)) if asked else set()
+        return len(answer.tokens) >= 3 and sum(1 for t in answer.tokens if t in words) / len(answer.tokens) >= ECHO_SHARE
 
     # -- the work --------------------------------------------------------------------------------
     def analyse(self, answer: Answer, criteria: tuple[_CompiledCriterion, ...]) -> tuple[list[CriterionResult], Features]:
@@ -307,6 +315,7 @@ class OfflineGrader:
         rubric_version: int | None,
         references: list[str],
         lang: Lang | None,
+        asked: tuple[str, ...] = (),
     ) -> Grade:
         answer = Answer.read(text, self.segmenter)
         language: Lang = lang or ("zh" if answer.lang == "zh" else "en")
@@ -315,9 +324,11 @@ class OfflineGrader:
             features.flags.append("off-topic")
         if answer.gibberish:
             features.flags.append("gibberish")
+        if self.echoes(answer, asked):
+            features.flags.append("question-echo")
         if {"empty", "no-knowledge", "gibberish"} & set(features.flags):
             score = 0.0
-        elif "off-topic" in features.flags:
+        elif {"off-topic", "question-echo"} & set(features.flags):
             score = min(OFF_TOPIC_CAP, self.calibration.score(features))
         elif "keyword-list" in features.flags:
             score = min(KEYWORD_LIST_CAP, self.calibration.score(features))
@@ -383,6 +394,8 @@ class OfflineGrader:
                 if zh
                 else "Noted as not known. Read the passages below, then practise this question."
             )
+        if "question-echo" in features.flags:
+            parts.append("回答基本只是复述了题目，没有自己的内容。" if zh else "The answer mostly repeats the question.")
         if "steering-attempt" in features.flags:
             parts.append("回答中对评分者的指令已被忽略。" if zh else "Instructions addressed to the grader were ignored.")
         for c in criteria:

@@ -366,3 +366,11 @@ def test_chinese_prose_with_spaces_around_english_terms_is_no_list(graders: Grad
     )
     result = grade(graders, "q02", answer)
     assert "keyword-list" not in result.flags and result.score >= 4
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_question_read_back_is_no_answer(graders: Graders, lang: str) -> None:
+    question = graders.bank.get("q06")
+    result = grade(graders, "q06", getattr(question.question, lang))
+    assert "question-echo" in result.flags and result.score <= 1
+    assert ("复述了题目" if lang == "zh" else "repeats the question") in result.feedback
