@@ -401,7 +401,8 @@ class OfflineGrader:
         for c in criteria:
             for m in c.misconceptions:
                 claim = m.claim.rstrip("。.！!；; ")
-                parts.append(f"错误：{claim}。更正：{m.correction}" if zh else f"Wrong: {claim}. In fact: {m.correction}")
+                correction = m.correction.rstrip("。.！!；; ")
+                parts.append(f"错误：{claim}。更正：{correction}。" if zh else f"Wrong: {claim}. In fact: {correction}.")
         strong = [c.description for c in criteria if c.score == c.max_score]
         if strong:
             parts.append(("讲到位的：" if zh else "Covered well: ") + ("；".join(strong) if zh else "; ".join(strong)))

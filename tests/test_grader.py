@@ -65,6 +65,8 @@ def test_misconceptions_are_named_and_corrected(graders: Graders) -> None:
     assert "stages-reversed" in found
     assert found["stages-reversed"].correction
     assert "ZeRO-1" in result.feedback and "更正" in result.feedback
+    line = next(part for part in result.feedback.splitlines() if part.startswith("错误："))
+    assert line.endswith("。") and "。。" not in line  # the correction is a sentence of its own
 
 
 def test_a_core_error_keeps_an_otherwise_fluent_answer_low(graders: Graders) -> None:
