@@ -429,6 +429,20 @@ class OfflineGrader:
         return "\n".join(parts)
 
 
+_LIMITATION = {
+    "zh": "离线评分只认得评分细则里列出的错误说法；没被指出的错误不代表不存在。配置模型后，每个说法都会被逐一判断。",
+    "en": "The offline grader only recognises the wrong claims its rubric lists; an error it does not name may still be "
+    "there. With a model configured, every claim is judged.",
+}
+
+
+def limitation_note(grade: Grade) -> str | None:
+    """What an offline grade that names no error cannot promise, in the grade's language."""
+    if grade.grader != GRADER_NAME or grade.score <= 0 or "llm-fallback" in grade.flags or any(c.misconceptions for c in grade.criteria):
+        return None
+    return _LIMITATION[grade.lang]
+
+
 def _polarity(negations: int) -> bool:
     """A claim and a clause match only when both are affirmative or both negative: "X needs no
     sync" must not fire on "X needs a sync", nor "X shards the parameters" on "X does not"."""

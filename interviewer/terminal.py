@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from .grading import Grade
+from .offline_grader import limitation_note
 from .session import Prompt, RoundScore, Session, format_clock
 
 HELP = {
@@ -38,6 +39,8 @@ def show_grade(console: Console, grade: Grade) -> None:
     if grade.criteria:
         console.print(table)
     console.print(escape(grade.feedback))
+    if note := limitation_note(grade):
+        console.print(f"[dim]{escape(note)}[/dim]")
     for passage in grade.passages[:3]:
         console.print(f"[dim]📖 {escape(passage.source)}  {escape(passage.title)}[/dim]")
 

@@ -19,6 +19,7 @@ import gradio as gr
 from .batch import Graders
 from .errors import InterviewerError
 from .grading import Grade
+from .offline_grader import limitation_note
 from .session import Prompt, Session, format_clock, latest_scores, make_plan, weak_plan
 from .settings import Settings
 from .store import Store, Turn
@@ -75,6 +76,8 @@ def feedback_card(grade: Grade, lang: str) -> str:
     if grade.feedback:  # the verdict first, one point a line (a bare newline would run them together)
         lines += ["  \n".join(grade.feedback.splitlines()), ""]
     lines += criteria_markdown(grade, lang)
+    if note := limitation_note(grade):
+        lines += ["", f"<sub>{note}</sub>"]
     return "\n".join(lines)
 
 

@@ -40,6 +40,7 @@ def test_practice_mode_shows_a_feedback_card_with_evidence(handlers: Handlers) -
     # the verdict comes first, a point a line; then the criteria with their evidence
     assert after.feedback.index("满分的回答") < after.feedback.index("回答中的依据")
     assert "  \n" in after.feedback.split("回答中的依据")[0]
+    assert "离线评分只认得评分细则里列出的错误说法" in after.feedback  # honest about what it cannot see
     assert GOOD in texts(after.chat) and after.can_retry
     assert after.chat[-1]["content"].startswith("**↪**")  # the follow-up is asked
 
