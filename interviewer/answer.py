@@ -285,6 +285,8 @@ class Answer:
                         answer.clauses.append(unit)
         if answer.steering:
             answer.flags.append("steering-attempt")
+        if not answer.sentences:  # only punctuation, symbols or instructions to the grader
+            answer.flags.append("empty")
         if _NO_KNOWLEDGE.search(body.strip()) and len(body.strip()) < 60:
             answer.flags.append("no-knowledge")
         return answer

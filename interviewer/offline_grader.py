@@ -387,6 +387,8 @@ class OfflineGrader:
         zh = lang == "zh"
         parts: list[str] = []
         if "empty" in features.flags:
+            if "steering-attempt" in features.flags:
+                return "回答只有对评分者的指令，已被忽略；没有可评分的内容。" if zh else "The answer only addressed the grader: ignored."
             return "没有作答。" if zh else "No answer was given."
         if "no-knowledge" in features.flags:
             return (
