@@ -244,10 +244,11 @@ def eval_(
         f"Spearman with length partialled out {summary['spearman_length_partialled']}"
     )
     table = Table(title="Mean score per kind")
-    for column in ("kind", "n", "grader", "expert", "max"):
+    for column in ("kind", "n", "grader", "expert", "max", "misconception named"):
         table.add_column(column)
     for kind, row in summary["by_kind"].items():
-        table.add_row(kind, str(row["n"]), str(row["mean_score"]), str(row["mean_expert"]), str(row["max_score"]))
+        cells = (row["n"], row["mean_score"], row["mean_expert"], row["max_score"], row["misconception_named"])
+        table.add_row(kind, *map(str, cells))
     console.print(table)
 
 

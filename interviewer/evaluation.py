@@ -19,11 +19,12 @@ class EvalReport:
     expert: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
+    named: list[bool] = field(default_factory=list)  # the grade names a misconception
 
     def summary(self) -> dict[str, Any]:
-        by_kind: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        for kind, p, e in zip(self.kinds, self.predicted, self.expert, strict=True):
-            by_kind[kind].append((p, e))
+        by_kind: dict[str, list[tuple[float, float, bool]]] = defaultdict(list)
+        for kind, p, e, named in zip(self.kinds, self.predicted, self.expert, self.named, strict=True):
+            by_kind[kind].append((p, e, named))
         return {
             "n": self.n,
             "graded": len(self.predicted),
@@ -36,9 +37,10 @@ class EvalReport:
             "by_kind": {
                 kind: {
                     "n": len(pairs),
-                    "mean_score": round(sum(p for p, _ in pairs) / len(pairs), 2),
-                    "mean_expert": round(sum(e for _, e in pairs) / len(pairs), 2),
-                    "max_score": max(p for p, _ in pairs),
+                    "mean_score": round(sum(p for p, _, _ in pairs) / len(pairs), 2),
+                    "mean_expert": round(sum(e for _, e, _ in pairs) / len(pairs), 2),
+                    "max_score": max(p for p, _, _ in pairs),
+                    "misconception_named": sum(named for *_, named in pairs),
                 }
                 for kind, pairs in sorted(by_kind.items())
             },
@@ -70,4 +72,5 @@ def evaluate(graders: Graders, lines: Iterable[str], progress: Any = None) -> Ev
         report.expert.append(expert)
         report.lengths.append(len(str(value.get("answer", ""))))
         report.kinds.append(str(value.get("kind", "all")))
+        report.named.append(any(c["misconceptions"] for c in result["grade"]["criteria"]))
     return report

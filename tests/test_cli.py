@@ -107,14 +107,17 @@ def test_eval_prints_agreement_figures(tmp_path: Path) -> None:
         {"question_id": "q02", "kind": "good", "score": 9, "answer": good},
         {"question_id": "q02", "kind": "bad", "score": 1, "answer": "ZeRO 是个框架。"},
         {"question_id": "q02", "kind": "bad", "score": 0, "answer": "我不知道"},
+        {"question_id": "q02", "kind": "wrong", "score": 2, "answer": "ZeRO-1 已经切分参数，ZeRO-3 才切分优化器状态，这样显存就省下来了。"},
     ]
     source.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
     result = runner.invoke(app, ["eval", str(source), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert summary["graded"] == 3
+    assert summary["graded"] == 4
     assert {"pearson", "spearman", "qwk", "mae", "by_kind"} <= set(summary)
     assert summary["by_kind"]["good"]["mean_score"] > summary["by_kind"]["bad"]["mean_score"]
+    named = {kind: row["misconception_named"] for kind, row in summary["by_kind"].items()}
+    assert named == {"good": 0, "bad": 0, "wrong": 1}  # how many answers of each kind had an error named
 
 
 def test_the_llm_grader_without_an_endpoint_says_what_to_set() -> None:
