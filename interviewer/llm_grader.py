@@ -7,7 +7,8 @@ the answer are not instructions. What comes back is checked: scores are clamped 
 criterion's scale, criteria the model invents are ignored and missing ones taken from the
 offline grade, evidence quotes that are not in the answer are dropped and counted. The overall
 score is computed here from the criterion scores and weights, never taken from the model. The
-offline grade rides along as a second opinion; a large gap is flagged. When the model fails for
+offline grade rides along as a second opinion; a large gap is flagged. Sentences addressed to the
+grader are not sent at all. When the model fails for
 good (after bounded retries), the offline grade is returned, flagged, with a one-line notice.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .answer import Answer
 from .grading import CriterionGrade, Grade, MisconceptionFound
 from .llm import LLMError, StructuredCaller, describe_endpoint
 from .offline_grader import OfflineGrader
@@ -125,10 +127,17 @@ class LLMGrader:
         )
         return [SystemMessage(system), HumanMessage(human)]
 
+    def without_steering(self, answer: str) -> str:
+        """The answer less the sentences addressed to the grader: the offline reader already
+        set them aside, and the model need not be shown them at all (the fence stays as well)."""
+        for sentence in Answer.read(answer, self.offline.segmenter).steering:
+            answer = answer.replace(sentence, "", 1)
+        return answer
+
     def _grade(self, question_text: str, criteria: list[Criterion], references: list[str], answer: str, offline: Grade) -> Grade:
         if {"empty", "no-knowledge", "gibberish"} & set(offline.flags):
             return offline  # nothing for a model to judge
-        messages = self.messages(question_text, criteria, references, answer, offline.lang)
+        messages = self.messages(question_text, criteria, references, self.without_steering(answer), offline.lang)
         samples: list[tuple[float, list[CriterionGrade], str, int]] = []
         usage: dict[str, int] = {}
         latency = 0.0
