@@ -4,10 +4,12 @@ For each criterion it finds where the answer evidences the criterion's concepts 
 synonyms in either language, or plain-word paraphrases), gives full credit only when the
 concept sits in a sentence that explains something (a bare list of terms earns half), measures
 how much of the criterion's top score anchor the answer covers, and looks for the criterion's
-misconceptions clause by clause (a negated clause, such as a correction, does not count, nor
-does a clause that only supposes something: "if TP spanned nodes, …"). The
-weighted criterion fractions, less a penalty per misconception, are mapped onto 0-10 by a
-calibration fitted on expert-scored answers (see :mod:`interviewer.calibration`).
+misconceptions clause by clause (a contrast starts a new clause; a negated clause, such as a
+correction, does not count, nor does a clause that only supposes something: "if TP spanned
+nodes, …"; the words a claim turns on, such as 需要 or "all", are kept for this). The weighted
+criterion fractions, less a penalty per misconception, are mapped onto 0-10 by a calibration
+fitted on expert-scored answers (see :mod:`interviewer.calibration`); off-topic answers, answers
+that read the question back, keyword lists and filler around one or two points are capped.
 """
 
 from __future__ import annotations
