@@ -13,9 +13,9 @@ import threading
 def main() -> None:
     # before gradio is imported: no version check or telemetry calls at start-up
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    from interviewer.index import KnowledgeIndex
+    from interviewer.faces.web import create
+    from interviewer.retrieval.index import KnowledgeIndex
     from interviewer.settings import Settings
-    from interviewer.ui import create
 
     settings = Settings()
     index = KnowledgeIndex(settings)

@@ -56,7 +56,7 @@ def main(runs: int = 3, turns: int = 20) -> None:
         env["INTERVIEWER_HOME"] = tmp
         bare_script = Path(tmp) / "bare.py"
         bare_script.write_text(BARE)
-        subprocess.run([sys.executable, "-m", "interviewer.cli", "index"], env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "interviewer.faces.cli", "index"], env=env, check=True, capture_output=True)
         bare, ours = [], []
         for _ in range(runs):
             for command, into in (([sys.executable, str(bare_script)], bare), ([sys.executable, str(ROOT / "app.py")], ours)):

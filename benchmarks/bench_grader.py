@@ -3,7 +3,7 @@
     python benchmarks/bench_grader.py [--speed/--no-speed]
 
 Quality: agreement with expert scores on the development set (../shared/eval/dev-answers.jsonl,
-in-sample: the calibration was fitted on it; `python -m interviewer.calibrate` prints the
+in-sample: the calibration was fitted on it; `python -m interviewer.grading.fit` prints the
 leave-one-question-out figures), on the challenge answers in benchmarks/challenge-answers.jsonl
 (written for this project by an author who never saw the grader; it guided two thresholds, so it
 is a validation set), on the second held-out set in benchmarks/holdout-answers.jsonl (written by
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import typer
 
-from interviewer import metrics
-from interviewer.batch import Graders, grade_line
+from interviewer.faces.batch import Graders, grade_line
+from interviewer.grading import metrics
 from interviewer.settings import PROJECT_ROOT, Settings
 
 SHARED = PROJECT_ROOT.parent / "shared" / "eval"
@@ -117,7 +117,17 @@ def speed(graders: Graders) -> None:
         env = {**os.environ, "INTERVIEWER_HOME": tmp}
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "interviewer.cli", "grade", str(source), "--out", str(Path(tmp) / "out.jsonl"), "--grader", "offline"],
+            [
+                sys.executable,
+                "-m",
+                "interviewer.faces.cli",
+                "grade",
+                str(source),
+                "--out",
+                str(Path(tmp) / "out.jsonl"),
+                "--grader",
+                "offline",
+            ],
             check=True,
             env=env,
         )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import typer
 
-from interviewer.index import KnowledgeIndex
+from interviewer.retrieval.index import KnowledgeIndex
 from interviewer.settings import Settings
 
 
@@ -37,10 +37,10 @@ def main(runs: int = 3) -> None:
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "INTERVIEWER_HOME": home}
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "interviewer.cli", "index"], env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "interviewer.faces.cli", "index"], env=env, check=True, capture_output=True)
         process = time.perf_counter() - started
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "interviewer.cli", "index"], env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "interviewer.faces.cli", "index"], env=env, check=True, capture_output=True)
         process_again = time.perf_counter() - started
     print(f"passages indexed:                 {passages}")
     print(f"build from nothing (median of {runs}): {statistics.median(cold):.2f} s  (target <= 10 s)")

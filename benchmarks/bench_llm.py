@@ -21,12 +21,12 @@ import typer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from interviewer.batch import Graders
-from interviewer.llm import StructuredCaller
-from interviewer.llm_grader import LLMGrader
-from interviewer.session import Session, make_plan
+from interviewer.faces.batch import Graders
+from interviewer.grading.model import LLMGrader
+from interviewer.interview.session import Session, make_plan
+from interviewer.interview.store import Store
+from interviewer.provider import StructuredCaller
 from interviewer.settings import EndpointSettings, LLMSettings, Settings
-from interviewer.store import Store
 from tests.fake_openai import serve
 
 ANSWER = "ZeRO-1 切分优化器状态，ZeRO-2 再切梯度，ZeRO-3 再切参数，通信约 3Ψ，靠预取和计算重叠隐藏。"

@@ -18,8 +18,8 @@ from pathlib import Path
 import typer
 import yaml
 
-from interviewer.index import KnowledgeIndex
-from interviewer.retrieval import Retriever
+from interviewer.retrieval.index import KnowledgeIndex
+from interviewer.retrieval.search import Retriever
 from interviewer.settings import PROJECT_ROOT, Settings
 
 QUERIES = PROJECT_ROOT / "benchmarks" / "queries"

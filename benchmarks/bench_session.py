@@ -16,10 +16,10 @@ from pathlib import Path
 import typer
 import yaml
 
-from interviewer.batch import Graders
-from interviewer.session import Session, make_plan
+from interviewer.faces.batch import Graders
+from interviewer.interview.session import Session, make_plan
+from interviewer.interview.store import Store
 from interviewer.settings import PROJECT_ROOT, Settings
-from interviewer.store import Store
 
 ANSWERS = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "answers.yaml").read_text(encoding="utf-8"))
 

@@ -17,8 +17,8 @@ import json
 
 import typer
 
-from interviewer.answer import Answer
-from interviewer.batch import Graders
+from interviewer.faces.batch import Graders
+from interviewer.grading.reading import Answer
 from interviewer.settings import PROJECT_ROOT, Settings
 
 DEV = PROJECT_ROOT.parent / "shared" / "eval" / "dev-answers.jsonl"

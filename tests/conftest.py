@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from interviewer.index import KnowledgeIndex
-from interviewer.retrieval import Retriever
+from interviewer.faces.simulate import ScriptedAnswer
+from interviewer.retrieval.index import KnowledgeIndex
+from interviewer.retrieval.search import Retriever
 from interviewer.settings import PROJECT_ROOT, Settings
-from interviewer.simulate import ScriptedAnswer
 
 RUBRICS = PROJECT_ROOT / "rubrics"
 KNOWLEDGE = PROJECT_ROOT / "knowledge"

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import yaml
 
-from interviewer.bank import load_bank
+from interviewer.content.bank import load_bank
+from interviewer.content.knowledge import discover, load_passages
 from interviewer.errors import BankError
-from interviewer.knowledge import discover, load_passages
 from tests.conftest import KNOWLEDGE, RUBRICS
 
 SEED_FOLLOWUPS = {  # question id -> follow-ups the source write-up records ("面试官追问了…")

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from interviewer.cli import app
+from interviewer.faces.cli import app
 
 runner = CliRunner()
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from interviewer.batch import Graders
-from interviewer.followups import choose
-from interviewer.grading import CriterionGrade, Grade
+from interviewer.faces.batch import Graders
+from interviewer.grading.grade import CriterionGrade, Grade
+from interviewer.interview.followups import choose
 from interviewer.settings import PROJECT_ROOT, Settings
 
 ANSWERS = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "answers.yaml").read_text(encoding="utf-8"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from interviewer.answer import Answer, count_negations
-from interviewer.batch import Graders
-from interviewer.grading import Grade
+from interviewer.faces.batch import Graders
+from interviewer.grading.grade import Grade
+from interviewer.grading.reading import Answer, count_negations
 from interviewer.settings import PROJECT_ROOT, Settings
 
 ANSWERS = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "answers.yaml").read_text(encoding="utf-8"))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from interviewer.errors import KnowledgeIndexError
-from interviewer.index import KnowledgeIndex
-from interviewer.retrieval import Retriever
+from interviewer.retrieval.index import KnowledgeIndex
+from interviewer.retrieval.search import Retriever
 from interviewer.settings import IndexSettings, Settings
 from tests.conftest import KNOWLEDGE
 
@@ -104,7 +104,7 @@ REOPEN = textwrap.dedent(
     """
     import json, sys
     import chromadb
-    import interviewer.embedding  # registers the embedding function with Chroma
+    import interviewer.retrieval.embedding  # registers the embedding function with Chroma
     client = chromadb.PersistentClient(path=sys.argv[1], settings=chromadb.Settings(anonymized_telemetry=False))
     collection = client.get_collection("knowledge")  # no embedding function passed: Chroma rebuilds ours
     found = collection.query(query_texts=["ZeRO-3 的参数 all-gather 怎么预取"], n_results=3)

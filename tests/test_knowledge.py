@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from interviewer.content.knowledge import discover, load_passages, parse_document, slugify
 from interviewer.errors import KnowledgeError
-from interviewer.knowledge import discover, load_passages, parse_document, slugify
 from tests.conftest import KNOWLEDGE
 
 DOC = """# 流水线并行 Pipeline parallelism

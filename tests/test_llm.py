@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from interviewer.batch import Graders
-from interviewer.llm import StructuredCaller
-from interviewer.llm_grader import LLMGrader
+from interviewer.faces.batch import Graders
+from interviewer.grading.model import LLMGrader
+from interviewer.provider import StructuredCaller
 from interviewer.settings import EndpointSettings, LLMSettings, Settings
 from tests.fake_openai import Recorded, serve
 
@@ -199,7 +199,7 @@ def test_nothing_to_grade_costs_no_model_call(graders: Graders, server: tuple[st
 def test_grade_command_uses_the_llm_when_configured(server: tuple[str, Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from interviewer.cli import app
+    from interviewer.faces.cli import app
 
     base_url, recorded = server
     recorded.script = [{"content": GOOD_REPLY}]
@@ -218,7 +218,7 @@ def test_grade_command_uses_the_llm_when_configured(server: tuple[str, Recorded]
 def test_doctor_reports_each_check_in_one_line(server: tuple[str, Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from interviewer.cli import app
+    from interviewer.faces.cli import app
 
     runner = CliRunner()
     offline = runner.invoke(app, ["doctor"])
@@ -244,7 +244,7 @@ def test_doctor_reports_each_check_in_one_line(server: tuple[str, Recorded], mon
 
 
 def interviewer_for(base_url: str) -> Any:
-    from interviewer.llm_interviewer import LLMInterviewer
+    from interviewer.interview.interviewer import LLMInterviewer
 
     settings = Settings(endpoint=EndpointSettings(base_url=base_url, api_key=SECRET, model="test-model"), llm=LLMSettings(timeout_s=5))
     return LLMInterviewer(settings)
@@ -278,8 +278,8 @@ def test_a_failed_follow_up_falls_back_to_the_scripted_one(graders: Graders, ser
 
 
 def test_the_session_keeps_the_models_wording_but_its_own_choice(graders: Graders, tmp_path: Any) -> None:
-    from interviewer.session import Session, make_plan
-    from interviewer.store import Store
+    from interviewer.interview.session import Session, make_plan
+    from interviewer.interview.store import Store
 
     store = Store(tmp_path / "s.db").open()
     session = Session.start(store, graders.bank, graders.offline, make_plan(graders.bank, "question", "q02"), max_followups=1)
@@ -296,8 +296,8 @@ def test_the_session_keeps_the_models_wording_but_its_own_choice(graders: Grader
 def test_the_app_streams_the_models_follow_up(
     graders: Graders, server: tuple[str, Recorded], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from interviewer.store import Store
-    from interviewer.ui import Handlers
+    from interviewer.faces.web import Handlers
+    from interviewer.interview.store import Store
 
     base_url, recorded = server
     monkeypatch.setenv("OPENAI_BASE_URL", base_url)
@@ -321,8 +321,8 @@ def test_the_app_streams_the_models_follow_up(
 
 
 def test_the_app_switches_to_a_model_after_a_successful_check(graders: Graders, server: tuple[str, Recorded], tmp_path: Any) -> None:
-    from interviewer.store import Store
-    from interviewer.ui import Handlers
+    from interviewer.faces.web import Handlers
+    from interviewer.interview.store import Store
 
     base_url, recorded = server
     settings = Settings(home=tmp_path)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from interviewer.index import KnowledgeIndex
-from interviewer.retrieval import Retriever
+from interviewer.retrieval.index import KnowledgeIndex
+from interviewer.retrieval.search import Retriever
 from interviewer.settings import EndpointSettings, IndexSettings, Settings
 from tests.conftest import KNOWLEDGE
 from tests.fake_openai import serve

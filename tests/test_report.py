@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from interviewer import report as reports
-from interviewer.batch import Graders
-from interviewer.session import Session, make_plan
+from interviewer.faces.batch import Graders
+from interviewer.faces.simulate import run
+from interviewer.interview import report as reports
+from interviewer.interview.session import Session, make_plan
+from interviewer.interview.store import Store
 from interviewer.settings import Settings
-from interviewer.simulate import run
-from interviewer.store import Store
 from tests.conftest import DEV, Q16, dev_candidate
 
 
@@ -61,7 +61,7 @@ def test_hostile_answers_show_as_text(graders: Graders, tmp_path: Path) -> None:
 def test_report_command(graders: Graders, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from interviewer.cli import app
+    from interviewer.faces.cli import app
 
     runner = CliRunner()
     script = tmp_path / "a.jsonl"

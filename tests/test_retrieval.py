@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from interviewer.index import KnowledgeIndex
-from interviewer.retrieval import Retriever
+from interviewer.retrieval.index import KnowledgeIndex
+from interviewer.retrieval.search import Retriever
 from interviewer.settings import PROJECT_ROOT, IndexSettings, Settings
 from tests.conftest import KNOWLEDGE
 
@@ -69,7 +69,7 @@ def _labelled_queries() -> list[dict[str, object]]:
 
 
 def test_the_labelled_queries_name_real_passages() -> None:
-    from interviewer.knowledge import discover, load_passages
+    from interviewer.content.knowledge import discover, load_passages
 
     known = {p.source for f in discover([KNOWLEDGE], shipped=KNOWLEDGE) for p in load_passages(f, True)}
     queries = _labelled_queries()

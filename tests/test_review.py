@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from interviewer import report as reports
-from interviewer.batch import Graders
-from interviewer.review import DAY, Schedule, quality, review
-from interviewer.session import Session, make_plan, weak_plan
+from interviewer.faces.batch import Graders
+from interviewer.interview import report as reports
+from interviewer.interview.schedule import DAY, Schedule, quality, review
+from interviewer.interview.session import Session, make_plan, weak_plan
+from interviewer.interview.store import Store
 from interviewer.settings import Settings
-from interviewer.store import Store
 
 STRONG = (
     "ZeRO-1 切分优化器状态，每卡 4Ψ+12Ψ/N_d；ZeRO-2 再切梯度，反向用 reduce-scatter，每卡 2Ψ+14Ψ/N_d；"
@@ -60,7 +60,7 @@ def test_the_schedule_moves_as_answers_fail_and_improve(graders: Graders, tmp_pa
     after = store.review("q02/communication-volume")
     assert after.last_quality > before.last_quality and after.due_at > before.due_at
     assert after.repetitions >= 1 or after.last_quality < 3
-    from interviewer.progress import criterion_history
+    from interviewer.application.progress import criterion_history
 
     shares = [r["share"] for r in criterion_history(store) if r["criterion"] == "q02/communication-volume"]
     assert shares and shares[-1] > 0
@@ -78,7 +78,7 @@ def test_skipping_schedules_the_whole_question(graders: Graders, tmp_path: Path)
 def test_drill_by_topic_and_progress_command(graders: Graders) -> None:
     from typer.testing import CliRunner
 
-    from interviewer.cli import app
+    from interviewer.faces.cli import app
 
     runner = CliRunner()
     assert runner.invoke(app, ["drill"], input=":quit\n").exit_code == 1  # nothing to drill yet

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from interviewer.content.glossary import Glossary, Term
 from interviewer.errors import KnowledgeError
-from interviewer.glossary import Glossary, Term
-from interviewer.segment import Segmenter
+from interviewer.retrieval.segment import Segmenter
 from tests.conftest import KNOWLEDGE
 
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from interviewer.batch import Graders
 from interviewer.errors import InterviewerError
-from interviewer.session import Session, SessionError, make_plan, weak_plan
+from interviewer.faces.batch import Graders
+from interviewer.faces.simulate import result, run
+from interviewer.interview.session import Session, SessionError, make_plan, weak_plan
+from interviewer.interview.store import Store, StoreError
 from interviewer.settings import Settings
-from interviewer.simulate import result, run
-from interviewer.store import Store, StoreError
 from tests.conftest import DEV, Q16, dev_candidate
 
 
@@ -154,10 +154,10 @@ CRASH = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from interviewer.batch import Graders
+    from interviewer.faces.batch import Graders
     from interviewer.settings import Settings
-    from interviewer.session import Session, make_plan
-    from interviewer.store import Store
+    from interviewer.interview.session import Session, make_plan
+    from interviewer.interview.store import Store
 
     class SlowGrader:
         name = "slow"
@@ -248,7 +248,7 @@ def test_an_old_database_is_migrated_in_place(tmp_path: Path) -> None:
     """A store made before the review schedule existed gains it, and keeps its sessions."""
     import sqlite3
 
-    from interviewer.store import MIGRATIONS
+    from interviewer.interview.store import MIGRATIONS
 
     path = tmp_path / "old.db"
     db = sqlite3.connect(path, isolation_level=None)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from interviewer.batch import Graders
 from interviewer.errors import InterviewerError
+from interviewer.faces.batch import Graders
+from interviewer.faces.web import Handlers, build
+from interviewer.interview.store import Store
 from interviewer.settings import Settings
-from interviewer.store import Store
-from interviewer.ui import Handlers, build
 
 GOOD = (
     "数据并行每张卡一份完整模型，切分 batch，反向后梯度 all-reduce，ring 下每卡约 2(N-1)/N 倍梯度量；"

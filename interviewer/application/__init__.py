@@ -1,0 +1,1 @@
+"""What every face shares: plans, history, progress, follow-up wording and report files."""

@@ -1,0 +1,1 @@
+"""The content: the question bank and its rubrics, the knowledge passages, the glossary."""

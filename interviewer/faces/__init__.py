@@ -1,0 +1,1 @@
+"""The faces: the web app, the terminal interview, the command line and batch grading."""

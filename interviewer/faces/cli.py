@@ -1,0 +1,552 @@
+"""The ``interviewer`` command. Domain errors become one line on stderr and exit code 1."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from interviewer.errors import InterviewerError
+
+app = typer.Typer(
+    name="interviewer",
+    help="A mock-interview coach for AI-Infra engineers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def clean_errors(command: F) -> F:
+    """Turn the product's errors into one clear line and a non-zero exit, not a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except InterviewerError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            typer.echo(f"error: invalid setting {where}: {first['msg']}", err=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _settings() -> Any:
+    from interviewer.settings import Settings
+
+    return Settings()
+
+
+def _load_bank(settings: Any) -> Any:
+    from interviewer.faces.batch import Graders
+
+    return Graders(settings).bank
+
+
+@app.command()
+@clean_errors
+def index(
+    add: Annotated[list[Path] | None, typer.Option("--add", help="Also index this folder of Markdown notes, from now on.")] = None,
+    rebuild: Annotated[bool, typer.Option(help="Drop the index and embed everything again.")] = False,
+) -> None:
+    """Build or update the knowledge index (only changed files are embedded again)."""
+    from interviewer.retrieval.index import KnowledgeIndex
+    from interviewer.settings import add_knowledge_dir
+
+    for folder in add or []:
+        if not folder.is_dir():
+            raise InterviewerError(f"not a folder: {folder}")
+        console.print(f"Added {folder} to {add_knowledge_dir(folder)}")
+    settings = _settings()
+    report = KnowledgeIndex(settings).build(rebuild=rebuild, progress=sys.stderr.isatty())
+    changes = f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, {report.unchanged} unchanged"
+    console.print(
+        f"Index at {settings.index_dir}: {report.passages} passages; files {changes}; "
+        f"{report.embedded} passages embedded in {report.seconds:.2f} s"
+    )
+
+
+@app.command()
+@clean_errors
+def bank(as_json: Annotated[bool, typer.Option("--json", help="Print the bank as a JSON array.")] = False) -> None:
+    """List the question bank: questions, rubric criteria and follow-ups."""
+    loaded = _load_bank(_settings())
+    if as_json:
+        items = [
+            {
+                "id": q.id,
+                "round": q.round,
+                "version": q.version,
+                "topics": q.topics,
+                "time_guide_min": q.time_guide_min,
+                "answer_format": q.answer_format,
+                "question": q.question.model_dump(),
+                "criteria": [
+                    {
+                        "id": c.id,
+                        "weight": c.weight,
+                        "description": c.description.model_dump(),
+                        "max_score": c.max_score,
+                    }
+                    for c in q.criteria
+                ],
+                "followups": [
+                    {
+                        "id": f.id,
+                        "targets": f.targets,
+                        "from_seed": f.from_seed,
+                        "question": f.question.model_dump(),
+                        "criteria": [{"id": c.id, "weight": c.weight} for c in f.criteria],
+                        "references": f.references,
+                    }
+                    for f in q.followups
+                ],
+                "references": q.references,
+            }
+            for q in loaded.questions
+        ]
+        typer.echo(json.dumps(items, ensure_ascii=False, indent=2))
+        return
+    table = Table(title="Question bank")
+    for column in ("id", "round", "question", "criteria", "follow-ups"):
+        table.add_column(column)
+    for q in loaded.questions:
+        table.add_row(q.id, str(q.round), q.question.zh, str(len(q.criteria)), str(len(q.followups)))
+    console.print(table)
+
+
+@app.command()
+@clean_errors
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in Chinese, English or both.")],
+    k: Annotated[int, typer.Option("--k", min=1, max=50, help="How many passages.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+) -> None:
+    """Search the knowledge base (hybrid: dense + BM25), building the index first if needed."""
+    from interviewer.retrieval.index import KnowledgeIndex
+    from interviewer.retrieval.search import Retriever
+
+    if not query.strip():
+        raise InterviewerError("the query is empty")
+    knowledge = KnowledgeIndex(_settings())
+    knowledge.ensure_current(progress=sys.stderr.isatty())
+    results = Retriever(knowledge).search(query, k=k)
+    if as_json:
+        typer.echo(json.dumps([r.as_dict() for r in results], ensure_ascii=False, indent=2))
+        return
+    if not results:
+        console.print("No passage matches this query.")
+    for rank, result in enumerate(results, start=1):
+        console.print(f"[bold]{rank}. {result.source}[/bold]  (score {result.score:.4f})  {result.title}")
+        snippet = result.text.replace("\n", " ")
+        console.print(f"   {snippet[:240]}{'…' if len(snippet) > 240 else ''}", markup=False)
+
+
+GraderChoice = typer.Option("--grader", help="offline, llm, or auto (the LLM when one is configured).")
+
+
+def _open_input(path: str) -> Any:
+    if path == "-":
+        return sys.stdin
+    file = Path(path)
+    if not file.is_file():
+        raise InterviewerError(f"no such file: {path}")
+    return file.open(encoding="utf-8")
+
+
+def _count_lines(path: str) -> int | None:
+    if path == "-":
+        return None
+    with Path(path).open(encoding="utf-8") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+@app.command()
+@clean_errors
+def grade(
+    source: Annotated[str, typer.Argument(help="JSONL of answers, or - for standard input.")] = "-",
+    grader: Annotated[str, GraderChoice] = "auto",
+    out: Annotated[Path | None, typer.Option("--out", help="Write the graded JSONL here.")] = None,
+) -> None:
+    """Grade answers: each line has answer and question_id (or question, optionally reference)."""
+    from rich.progress import Progress
+
+    from interviewer.faces.batch import Graders, grade_line, read_lines
+
+    graders = Graders(_settings())
+    graders.check(grader)
+    total = _count_lines(source)
+    handle = _open_input(source)
+    target = out.open("w", encoding="utf-8") if out else sys.stdout
+    failed = 0
+    try:
+        with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
+            task = bar.add_task("Grading", total=total)
+            for number, value, error in read_lines(handle):
+                result = {"line": number, "error": error} if value is None else grade_line(graders, number, value)
+                failed += "error" in result
+                target.write(json.dumps(result, ensure_ascii=False) + "\n")
+                bar.advance(task)
+    finally:
+        if out:
+            target.close()
+        if handle is not sys.stdin:
+            handle.close()
+    if failed:
+        typer.echo(f"{failed} line(s) could not be graded; see their error field", err=True)
+
+
+@app.command(name="eval")
+@clean_errors
+def eval_(
+    source: Annotated[str, typer.Argument(help="Labelled JSONL: answer, question_id or question, score, kind.")],
+    grader: Annotated[str, GraderChoice] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Measure the grader against expert scores: Pearson, Spearman, QWK, MAE, mean per kind."""
+    from rich.progress import Progress
+
+    from interviewer.faces.batch import Graders
+    from interviewer.faces.evaluation import evaluate
+
+    graders = Graders(_settings())
+    graders.check(grader)
+    handle = _open_input(source)
+    try:
+        with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
+            task = bar.add_task("Grading", total=_count_lines(source))
+            report = evaluate(graders, handle, progress=lambda: bar.advance(task))
+    finally:
+        if handle is not sys.stdin:
+            handle.close()
+    summary = report.summary()
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        return
+    console.print(
+        f"{summary['graded']} graded ({summary['errors']} errors): Pearson {summary['pearson']}, "
+        f"Spearman {summary['spearman']}, QWK {summary['qwk']}, MAE {summary['mae']}, "
+        f"Spearman with length partialled out {summary['spearman_length_partialled']}"
+    )
+    table = Table(title="Mean score per kind")
+    for column in ("kind", "n", "grader", "expert", "max", "misconception named"):
+        table.add_column(column)
+    for kind, row in summary["by_kind"].items():
+        cells = (row["n"], row["mean_score"], row["mean_expert"], row["max_score"], row["misconception_named"])
+        table.add_row(kind, *map(str, cells))
+    console.print(table)
+
+
+def _store(settings: Any) -> Any:
+    from interviewer.interview.store import DATABASE_FILE, Store
+
+    return Store(settings.home / DATABASE_FILE).open()
+
+
+@app.command()
+@clean_errors
+def interview(
+    round_: Annotated[int | None, typer.Option("--round", min=1, max=3, help="Play one round only.")] = None,
+    question: Annotated[str | None, typer.Option("--question", help="Drill one question, e.g. q08.")] = None,
+    topic: Annotated[str | None, typer.Option("--topic", help="Drill the questions of one topic.")] = None,
+    weak: Annotated[bool, typer.Option("--weak", help="Drill your weak points: the lowest-scored questions so far.")] = False,
+    mode: Annotated[str, typer.Option("--mode", help="interview (scores at the round's end) or practice.")] = "interview",
+    lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
+    resume: Annotated[str | None, typer.Option("--resume", help="Continue a saved session.")] = None,
+) -> None:
+    """A mock interview in the terminal: the three rounds, one round, or a drill."""
+    from interviewer.faces.batch import Graders
+    from interviewer.faces.terminal import run
+    from interviewer.interview.session import Session, make_plan, weak_plan
+
+    if mode not in {"interview", "practice"}:
+        raise InterviewerError("--mode must be interview or practice")
+    if lang not in {"zh", "en"}:
+        raise InterviewerError("--lang must be zh or en")
+    settings = _settings()
+    graders = Graders(settings)
+    store = _store(settings)
+    grader = graders.choose("auto")
+    if resume:
+        session = Session.resume(store, graders.bank, grader, resume)
+    else:
+        if weak:
+            plan = weak_plan(store, graders.bank)
+        elif question:
+            plan = make_plan(graders.bank, "question", question)
+        elif topic:
+            plan = make_plan(graders.bank, "topic", topic)
+        elif round_:
+            plan = make_plan(graders.bank, "round", round_)
+        else:
+            plan = make_plan(graders.bank, "full")
+        session = Session.start(
+            store,
+            graders.bank,
+            grader,
+            plan,
+            mode="practice" if mode == "practice" else "interview",
+            lang="en" if lang == "en" else "zh",
+            max_followups=settings.interview.max_followups,
+        )
+    interviewer_model = None
+    if settings.endpoint.configured:
+        from interviewer.interview.interviewer import LLMInterviewer
+        from interviewer.provider import describe_endpoint
+
+        interviewer_model = LLMInterviewer(settings)
+        console.print(f"[dim]LLM: {describe_endpoint(settings)} (offline grader as second opinion)[/dim]")
+    else:
+        console.print("[dim]" + ("离线评分（未配置模型）" if lang == "zh" else "Offline grading (no model configured)") + "[/dim]")
+    run(session, console, interviewer=interviewer_model)
+
+
+@app.command()
+@clean_errors
+def simulate(
+    answers: Annotated[Path, typer.Argument(help="JSONL: question_id, answer, optional followup_answers.")],
+    lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """A scripted candidate sits the interview; prints the session id and the scores."""
+    from interviewer.faces.batch import Graders
+    from interviewer.faces.simulate import read_script, result, run
+
+    if lang not in {"zh", "en"}:
+        raise InterviewerError("--lang must be zh or en")
+    if not answers.is_file():
+        raise InterviewerError(f"no such file: {answers}")
+    settings = _settings()
+    graders = Graders(settings)
+    script = read_script(answers.read_text(encoding="utf-8").splitlines(), graders.bank)
+    session = run(
+        _store(settings), graders.bank, graders.choose("auto"), script, "en" if lang == "en" else "zh", settings.interview.max_followups
+    )
+    outcome = result(session)
+    if as_json:
+        typer.echo(json.dumps(outcome, ensure_ascii=False, indent=2))
+        return
+    console.print(f"session {outcome['session_id']}: overall {outcome['overall']}/10")
+    for r in outcome["rounds"]:
+        console.print(f"  round {r['round']}: {r['score']}")
+    for q in outcome["questions"]:
+        console.print(f"    {q['id']}: {q['score']}")
+
+
+@app.command()
+@clean_errors
+def sessions(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    export: Annotated[str | None, typer.Option("--export", help="Print one session, all its turns and grades, as JSON.")] = None,
+    delete: Annotated[str | None, typer.Option("--delete", help="Delete one session and its answers.")] = None,
+) -> None:
+    """List, export or delete saved sessions."""
+    from interviewer.faces.batch import Graders
+    from interviewer.interview.session import Session
+
+    settings = _settings()
+    store = _store(settings)
+    if export:
+        typer.echo(json.dumps(store.export(export), ensure_ascii=False, indent=2))
+        return
+    if delete:
+        store.delete_session(delete)
+        console.print(f"Deleted session {delete}.")
+        return
+    graders = Graders(settings)
+    rows = []
+    for row in store.sessions():
+        scores = Session(store, graders.bank, graders.offline, row).scores()
+        answered = sum(1 for r in scores.rounds for q in r.questions if q.score is not None)
+        rows.append(
+            {
+                "id": row.id,
+                "created_at": row.created_at,
+                "status": row.status,
+                "mode": row.mode,
+                "lang": row.lang,
+                "plan": row.plan["label"],
+                "answered": answered,
+                "questions": len(row.plan["questions"]),
+                "overall": scores.overall,
+            }
+        )
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table(title="Sessions")
+    for column in ("id", "started", "status", "mode", "plan", "answered", "overall"):
+        table.add_column(column)
+    import datetime as _dt
+
+    for r in rows:
+        started = _dt.datetime.fromtimestamp(r["created_at"]).strftime("%Y-%m-%d %H:%M")
+        table.add_row(r["id"], started, r["status"], r["mode"], r["plan"], f"{r['answered']}/{r['questions']}", str(r["overall"]))
+    console.print(table)
+
+
+@app.command()
+@clean_errors
+def serve(
+    share: Annotated[bool, typer.Option(help="Share beyond this machine (a public link); needs --auth.")] = False,
+    auth: Annotated[str | None, typer.Option(help="user:password required to open the app.")] = None,
+) -> None:
+    """Serve the app on 127.0.0.1 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are honoured)."""
+    import os
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from interviewer.faces.web import create
+    from interviewer.retrieval.index import KnowledgeIndex
+
+    credentials = None
+    if auth is not None:
+        user, _, password = auth.partition(":")
+        if not user or not password:
+            raise InterviewerError("--auth must be user:password")
+        credentials = (user, password)
+    if share and credentials is None:
+        raise InterviewerError("sharing beyond this machine needs a login: add --auth user:password")
+    settings = _settings()
+    report = KnowledgeIndex(settings).build(progress=sys.stderr.isatty())
+    console.print(f"knowledge index: {report.passages} passages")
+    create(settings).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials)
+
+
+@app.command()
+@clean_errors
+def report(
+    session_id: Annotated[str, typer.Argument(help="The session (see `interviewer sessions`).")],
+    format_: Annotated[str, typer.Option("--format", help="md, html (self-contained) or pdf.")] = "md",
+    out: Annotated[Path | None, typer.Option("--out", help="Write here instead of printing.")] = None,
+) -> None:
+    """The feedback report of a session, finished or not."""
+    from interviewer.faces.batch import Graders
+    from interviewer.interview import report as reports
+    from interviewer.interview.session import Session
+
+    if format_ not in {"md", "html", "pdf"}:
+        raise InterviewerError("--format must be md, html or pdf")
+    if format_ == "pdf" and out is None:
+        raise InterviewerError("a PDF needs --out FILE")
+    settings = _settings()
+    graders = Graders(settings)
+    store = _store(settings)
+    session = Session(store, graders.bank, graders.offline, store.session(session_id))
+    built = reports.build(session)
+    if format_ == "pdf":
+        assert out is not None
+        out.write_bytes(reports.to_pdf(built))
+        console.print(f"Report written to {out}")
+        return
+    text = reports.markdown(built) if format_ == "md" else reports.to_html(built)
+    if out is None:
+        typer.echo(text)
+        return
+    out.write_text(text, encoding="utf-8")
+    console.print(f"Report written to {out}")
+
+
+@app.command()
+@clean_errors
+def drill(
+    topic: Annotated[str | None, typer.Option("--topic", help="Only this topic's weak points.")] = None,
+    lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
+) -> None:
+    """Practise your weak points: the questions whose criteria are due for review (spaced repetition)."""
+    from interviewer.faces.batch import Graders
+    from interviewer.faces.terminal import run
+    from interviewer.interview.session import Session, weak_plan
+
+    settings = _settings()
+    graders = Graders(settings)
+    store = _store(settings)
+    plan = weak_plan(store, graders.bank, topic=topic)
+    session = Session.start(
+        store, graders.bank, graders.choose("auto"), plan, mode="practice", lang="en" if lang == "en" else "zh",
+        max_followups=settings.interview.max_followups,
+    )  # fmt: skip
+    console.print(f"Drill: {', '.join(plan.questions)}")
+    run(session, console)
+
+
+@app.command()
+@clean_errors
+def progress(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
+    """Your scores per topic across sessions, and each criterion's review schedule."""
+    import time as _time
+
+    from interviewer.application.progress import criterion_history, criterion_status, topic_history
+    from interviewer.faces.batch import Graders
+
+    settings = _settings()
+    graders = Graders(settings)
+    store = _store(settings)
+    history = topic_history(store, graders.bank, graders.offline)
+    criteria = criterion_history(store)
+    status = criterion_status(store, _time.time())
+    if as_json:
+        typer.echo(json.dumps({"topics": history, "criteria_over_time": criteria, "criteria": status}, ensure_ascii=False, indent=2))
+        return
+    sessions = list(dict.fromkeys(r["started"] for r in history))
+    table = Table(title="Score per topic over time")
+    table.add_column("topic")
+    for started in sessions:
+        table.add_column(started)
+    for topic in sorted({r["topic"] for r in history}):
+        cells = {r["started"]: str(r["score"]) for r in history if r["topic"] == topic}
+        table.add_row(topic, *(cells.get(s, "") for s in sessions))
+    console.print(table)
+    latest = {r["criterion"]: r["share"] for r in criteria}
+    weak_criteria = sorted((k for k, v in latest.items() if v < 1), key=lambda k: latest[k])[:15]
+    if weak_criteria:
+        per_criterion = Table(title="Weakest criteria over time (share of full marks)")
+        per_criterion.add_column("criterion")
+        for started in sessions:
+            per_criterion.add_column(started)
+        for key in weak_criteria:
+            cells = {r["started"]: f"{r['share']:.0%}" for r in criteria if r["criterion"] == key}
+            per_criterion.add_row(key, *(cells.get(s, "") for s in sessions))
+        console.print(per_criterion)
+    due = [s for s in status if s["due_in_days"] <= 0 and (s["last_quality"] or 0) < 5]
+    soon = min((s["due_in_days"] for s in status), default=None)
+    console.print(
+        f"{len(due)} criteria due for review now"
+        + (f" (next in {soon:.1f} days)" if not due and soon is not None else "")
+        + "; `interviewer drill` practises what is due, else your lowest-scored questions."
+    )
+
+
+@app.command()
+@clean_errors
+def doctor() -> None:
+    """Check the model endpoint: reachable, model served, structured output works."""
+    from interviewer.faces.doctor import run
+
+    checks = run(_settings())
+    for check in checks:
+        console.print(("[green]ok[/green]   " if check.ok else "[red]fix[/red]  ") + check.message, markup=True)
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""``interviewer eval``: grade a labelled JSONL and measure agreement with the expert scores."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from interviewer.faces.batch import Graders, grade_line, read_lines
+from interviewer.grading import metrics
+
+
+@dataclass
+class EvalReport:
+    n: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    predicted: list[float] = field(default_factory=list)
+    expert: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    named: list[bool] = field(default_factory=list)  # the grade names a misconception
+
+    def summary(self) -> dict[str, Any]:
+        by_kind: dict[str, list[tuple[float, float, bool]]] = defaultdict(list)
+        for kind, p, e, named in zip(self.kinds, self.predicted, self.expert, self.named, strict=True):
+            by_kind[kind].append((p, e, named))
+        return {
+            "n": self.n,
+            "graded": len(self.predicted),
+            "errors": len(self.errors),
+            "pearson": round(metrics.pearson(self.predicted, self.expert), 3),
+            "spearman": round(metrics.spearman(self.predicted, self.expert), 3),
+            "qwk": round(metrics.quadratic_weighted_kappa(self.predicted, self.expert), 3),
+            "mae": round(metrics.mean_absolute_error(self.predicted, self.expert), 2),
+            "spearman_length_partialled": round(metrics.partial_spearman(self.predicted, self.expert, self.lengths), 3),
+            "by_kind": {
+                kind: {
+                    "n": len(pairs),
+                    "mean_score": round(sum(p for p, _, _ in pairs) / len(pairs), 2),
+                    "mean_expert": round(sum(e for _, e, _ in pairs) / len(pairs), 2),
+                    "max_score": max(p for p, _, _ in pairs),
+                    "misconception_named": sum(named for *_, named in pairs),
+                }
+                for kind, pairs in sorted(by_kind.items())
+            },
+        }
+
+
+def evaluate(graders: Graders, lines: Iterable[str], progress: Any = None) -> EvalReport:
+    report = EvalReport()
+    for number, value, error in read_lines(lines):
+        report.n += 1
+        if progress is not None:
+            progress()
+        if value is None:
+            report.errors.append({"line": number, "error": error})
+            continue
+        if "score" not in value:
+            report.errors.append({"line": number, "error": "no expert 'score' to compare with"})
+            continue
+        result = grade_line(graders, number, value)
+        if "error" in result:
+            report.errors.append({"line": number, "error": result["error"]})
+            continue
+        try:
+            expert = float(value["score"])
+        except (TypeError, ValueError):
+            report.errors.append({"line": number, "error": f"score is not a number: {value['score']!r}"})
+            continue
+        report.predicted.append(result["grade"]["score"])
+        report.expert.append(expert)
+        report.lengths.append(len(str(value.get("answer", ""))))
+        report.kinds.append(str(value.get("kind", "all")))
+        report.named.append(any(c["misconceptions"] for c in result["grade"]["criteria"]))
+    return report

@@ -1,0 +1,252 @@
+"""The feedback report of a session: scores, a chart of the topics, per question what was covered,
+missed and wrong, the follow-ups, the passages to read, and a study plan ranked by weakness.
+
+Markdown for the terminal and the app; self-contained HTML (inline CSS and SVG, no network) for
+keeping and printing. Everything the candidate wrote is escaped in HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from interviewer.grading.grade import Grade
+from interviewer.interview.session import Session
+
+TEXT = {
+    "zh": {
+        "title": "模拟面试反馈报告",
+        "overall": "总分",
+        "round": "轮次",
+        "topics": "各主题得分",
+        "question": "题目",
+        "answer": "你的回答",
+        "score": "得分",
+        "evidence": "回答中的依据",
+        "missed": "满分还需要",
+        "wrong": "错误与更正",
+        "followups": "追问",
+        "read": "参考资料",
+        "plan": "学习计划（按薄弱程度排序）",
+        "not_answered": "未作答",
+        "skipped": "跳过 / 不会",
+    },
+    "en": {
+        "title": "Mock interview feedback report",
+        "overall": "Overall",
+        "round": "Round",
+        "topics": "Score by topic",
+        "question": "Question",
+        "answer": "Your answer",
+        "score": "Score",
+        "evidence": "Evidence from your answer",
+        "missed": "For full marks",
+        "wrong": "Wrong, and the correction",
+        "followups": "Follow-ups",
+        "read": "Read",
+        "plan": "Study plan (weakest first)",
+        "not_answered": "not answered",
+        "skipped": "skipped / don't know",
+    },
+}
+
+
+@dataclass
+class QuestionReport:
+    id: str
+    round: int
+    text: str
+    answer: str | None
+    score: float | None
+    grade: Grade | None
+    followups: list[tuple[str, str | None, Grade | None]] = field(default_factory=list)  # (question, answer, grade)
+
+
+@dataclass
+class Report:
+    session_id: str
+    lang: str
+    overall: float | None
+    rounds: list[tuple[str, float | None]]
+    topics: list[tuple[str, float]]  # (topic, mean score), weakest first
+    questions: list[QuestionReport]
+    plan: list[tuple[str, float, list[str]]]  # (question id, score, passages to read)
+
+
+def build(session: Session, titles: dict[str, str] | None = None) -> Report:
+    bank = session.bank
+    lang = session.lang
+    scores = session.scores()
+    turns = session.turns()
+    questions: list[QuestionReport] = []
+    for round_score in scores.rounds:
+        for q in round_score.questions:
+            question = bank.get(q.id)
+            mine = [t for t in turns if t.question_id == q.id and t.kind != "summary"]
+            main = [t for t in mine if t.followup_id is None]
+            last = main[-1] if main else None
+            entry = QuestionReport(
+                id=q.id,
+                round=question.round,
+                text=question.question.get(lang),
+                answer=last.answer if last else None,
+                score=q.score,
+                grade=Grade.model_validate(last.grade) if last and last.grade else None,
+            )
+            for followup in question.followups:
+                asked = [t for t in mine if t.followup_id == followup.id]
+                if asked:
+                    t = asked[-1]
+                    entry.followups.append((followup.question.get(lang), t.answer, Grade.model_validate(t.grade) if t.grade else None))
+            questions.append(entry)
+    by_topic: dict[str, list[float]] = {}
+    for answered in questions:
+        if answered.score is not None:
+            for topic in bank.get(answered.id).topics:
+                by_topic.setdefault(topic, []).append(answered.score)
+    topics = sorted(((t, round(sum(v) / len(v), 1)) for t, v in by_topic.items()), key=lambda item: (item[1], item[0]))
+    weak = sorted((r for r in questions if r.score is not None and r.score < 8), key=lambda r: (r.score or 0.0, r.id))
+    plan = [(r.id, r.score or 0.0, bank.get(r.id).references[:3]) for r in weak]
+    rounds = [(next(r.title.get(lang) for r in bank.rounds if r.number == rs.round), rs.score) for rs in scores.rounds]
+    return Report(session.id, lang, scores.overall, rounds, topics, questions, plan)
+
+
+def _score(value: float | None) -> str:
+    return "—" if value is None else f"{value}/10"
+
+
+def markdown(report: Report) -> str:
+    t = TEXT[report.lang]
+    out = [f"# {t['title']}", "", f"**{t['overall']}: {_score(report.overall)}** · `session {report.session_id}`", ""]
+    for title, score in report.rounds:
+        out.append(f"- {title}: {_score(score)}")
+    out += ["", f"## {t['topics']}", ""]
+    out += [f"- {topic}: {'█' * round(score)}{'░' * (10 - round(score))} {score}" for topic, score in report.topics]
+    for q in report.questions:
+        out += ["", f"## [{q.id}] {q.text}", "", f"**{t['score']}: {_score(q.score)}**", ""]
+        if q.answer is None:
+            out.append(f"*{t['skipped'] if q.grade else t['not_answered']}*")
+            continue
+        out += [f"> {line}" for line in q.answer.splitlines()]
+        if q.grade is not None:
+            out += ["", *criteria_markdown(q.grade, report.lang)]
+        for text, answer, grade in q.followups:
+            out += ["", f"**{t['followups']}**: {text}", f"> {answer or t['skipped']}"]
+            if grade is not None:
+                out.append(f"{t['score']}: {grade.score}/10")
+    if report.plan:
+        out += ["", f"## {t['plan']}", ""]
+        for question_id, score, refs in report.plan:
+            out.append(f"1. [{question_id}] {score}/10 — {t['read']}: " + ", ".join(f"`{r}`" for r in refs))
+    return "\n".join(out) + "\n"
+
+
+def criteria_markdown(grade: Grade, lang: str) -> list[str]:
+    """A grade's criteria as Markdown lines: score, quoted evidence, misconceptions with their
+    corrections, what full marks need; then the passages to read. Shared by the report and the
+    app's feedback card."""
+    t = TEXT[lang]
+    lines = []
+    for c in grade.criteria:
+        lines.append(f"- **{c.description}** {c.score}/{c.max_score}")
+        for quote in c.evidence[:2]:
+            lines.append(f"  - {t['evidence']}: “{quote[:200]}”")
+        for m in c.misconceptions:
+            lines.append(f"  - {t['wrong']}: {m.claim} → {m.correction}")
+        if c.score < c.max_score and c.missing:
+            lines.append(f"  - {t['missed']}: {c.missing[-1]}")
+    if grade.passages:
+        lines.append(f"- {t['read']}: " + ", ".join(f"`{p.source}`" for p in grade.passages[:4]))
+    return lines
+
+
+def radar_svg(topics: list[tuple[str, float]], size: int = 360) -> str:
+    """A radar chart of the topic scores (0-10), as inline SVG; topic names escaped."""
+    if len(topics) < 3:
+        return ""
+    centre, radius = size / 2, size / 2 - 70
+    n = len(topics)
+
+    def point(i: int, value: float) -> tuple[float, float]:
+        angle = -math.pi / 2 + 2 * math.pi * i / n
+        return centre + radius * value / 10 * math.cos(angle), centre + radius * value / 10 * math.sin(angle)
+
+    rings = "".join(
+        f'<polygon points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in (point(i, level) for i in range(n)))}" fill="none" stroke="#ddd"/>'
+        for level in (2.5, 5, 7.5, 10)
+    )
+    shape = " ".join(f"{x:.1f},{y:.1f}" for x, y in (point(i, score) for i, (_, score) in enumerate(topics)))
+    labels = "".join(
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="11" text-anchor="middle">{html.escape(topic)} {score}</text>'
+        for i, (topic, score) in enumerate(topics)
+        for x, y in [point(i, 12.2)]
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" role="img">{rings}'
+        f'<polygon points="{shape}" fill="rgba(234,88,12,0.25)" stroke="#ea580c" stroke-width="2"/>{labels}</svg>'
+    )
+
+
+CSS = """body{font-family:system-ui,"WenQuanYi Micro Hei","Noto Sans CJK SC",sans-serif;max-width:900px;margin:2em auto;
+line-height:1.5;color:#222}h1{border-bottom:2px solid #ea580c}blockquote{background:#fff7ed;border-left:4px solid #ea580c;
+margin:0.5em 0;padding:0.5em 1em;white-space:pre-wrap}.score{font-weight:bold}li{margin:0.2em 0}section{page-break-inside:avoid}
+code{background:#f4f4f5;padding:0 0.3em}@media print{body{margin:0}}"""
+
+
+def to_html(report: Report) -> str:
+    t = TEXT[report.lang]
+    e = html.escape
+    parts = [
+        f'<!doctype html><html lang="{report.lang}"><head><meta charset="utf-8">',
+        f"<title>{e(t['title'])}</title><style>{CSS}</style></head><body>",
+        f"<h1>{e(t['title'])}</h1><p class='score'>{e(t['overall'])}: {e(_score(report.overall))} · session {e(report.session_id)}</p>",
+        "<ul>" + "".join(f"<li>{e(title)}: {e(_score(score))}</li>" for title, score in report.rounds) + "</ul>",
+        f"<h2>{e(t['topics'])}</h2>{radar_svg(report.topics)}",
+    ]
+    for q in report.questions:
+        parts.append(f"<section><h2>[{e(q.id)}] {e(q.text)}</h2><p class='score'>{e(t['score'])}: {e(_score(q.score))}</p>")
+        if q.answer is None:
+            parts.append(f"<p><em>{e(t['skipped'] if q.grade else t['not_answered'])}</em></p></section>")
+            continue
+        parts.append(f"<blockquote>{e(q.answer)}</blockquote>")
+        if q.grade is not None:
+            parts.append("<ul>" + "".join(_criterion_html(c, t) for c in q.grade.criteria) + "</ul>")
+            if q.grade.passages:
+                parts.append(f"<p>{e(t['read'])}: " + ", ".join(f"<code>{e(p.source)}</code>" for p in q.grade.passages[:4]) + "</p>")
+        for text, answer, grade in q.followups:
+            parts.append(f"<p><strong>{e(t['followups'])}</strong>: {e(text)}</p><blockquote>{e(answer or t['skipped'])}</blockquote>")
+            if grade is not None:
+                parts.append(f"<p>{e(t['score'])}: {grade.score}/10</p>")
+        parts.append("</section>")
+    if report.plan:
+        items = "".join(
+            f"<li>[{e(qid)}] {score}/10 — {e(t['read'])}: " + ", ".join(f"<code>{e(r)}</code>" for r in refs) + "</li>"
+            for qid, score, refs in report.plan
+        )
+        parts.append(f"<h2>{e(t['plan'])}</h2><ol>{items}</ol>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _criterion_html(c: Any, t: dict[str, str]) -> str:
+    e = html.escape
+    inner = "".join(f"<li>{e(t['evidence'])}: “{e(q[:200])}”</li>" for q in c.evidence[:2])
+    inner += "".join(f"<li>{e(t['wrong'])}: {e(m.claim)} → {e(m.correction)}</li>" for m in c.misconceptions)
+    if c.score < c.max_score and c.missing:
+        inner += f"<li>{e(t['missed'])}: {e(c.missing[-1])}</li>"
+    return f"<li><strong>{e(c.description)}</strong> {c.score}/{c.max_score}<ul>{inner}</ul></li>"
+
+
+def to_pdf(report: Report) -> bytes:
+    """The HTML report printed to PDF (WeasyPrint; Chinese needs a CJK font such as
+    fonts-wqy-microhei or Noto Sans CJK installed)."""
+    try:
+        from weasyprint import HTML
+    except (ImportError, OSError) as exc:  # OSError: the Pango libraries are missing
+        from interviewer.errors import InterviewerError
+
+        raise InterviewerError(f"PDF needs WeasyPrint and the Pango libraries ({exc}); use --format html and print it") from exc
+    pdf: bytes = HTML(string=to_html(report)).write_pdf()
+    return pdf

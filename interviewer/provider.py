@@ -1,0 +1,178 @@
+"""The one module that knows the model provider: an OpenAI-compatible chat model via LangChain,
+with bounded retries, Retry-After, structured-output method discovery and typed failures.
+
+The key is passed to the client as a secret and never appears in messages this module raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlparse
+
+import openai
+from pydantic import BaseModel, SecretStr, ValidationError
+
+from interviewer.errors import InterviewerError
+from interviewer.settings import Settings
+
+Method = Literal["json_schema", "function_calling", "json_mode"]
+METHODS: tuple[Method, ...] = ("json_schema", "function_calling", "json_mode")
+DEFAULT_MODEL = "gpt-4o-mini"
+MAX_RETRY_AFTER_S = 30.0
+T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+
+
+class LLMError(InterviewerError):
+    """A model call that failed for good. ``retryable`` says whether trying later may work."""
+
+    def __init__(self, message: str, retryable: bool):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class MalformedReply(LLMError):
+    """The model answered, but not in the schema asked for."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=True)
+
+
+@dataclass
+class Reply:
+    """A structured reply with what it cost."""
+
+    parsed: Any
+    usage: dict[str, int]
+    latency_ms: float
+    method: Method
+
+
+def describe_endpoint(settings: Settings) -> str:
+    endpoint = settings.endpoint
+    host = urlparse(endpoint.base_url).netloc if endpoint.base_url else "api.openai.com"
+    return f"{endpoint.model or DEFAULT_MODEL} @ {host}"
+
+
+def make_chat_model(settings: Settings) -> Any:
+    """ChatOpenAI for the configured endpoint. Retries are ours (with fallback), not the client's."""
+    from langchain_openai import ChatOpenAI
+
+    endpoint = settings.endpoint
+    if not endpoint.configured:
+        raise LLMError("no model endpoint is configured: set OPENAI_BASE_URL and/or OPENAI_API_KEY", retryable=False)
+    return ChatOpenAI(
+        model=endpoint.model or DEFAULT_MODEL,
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key or SecretStr("not-needed"),  # local servers often take none; the client wants one
+        temperature=settings.llm.temperature,
+        timeout=settings.llm.timeout_s,
+        max_retries=0,
+        use_responses_api=False,
+        stream_usage=True,
+    )
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after") if exc.response is not None else None
+    try:
+        return min(MAX_RETRY_AFTER_S, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def with_retries(call: Callable[[], R], settings: Settings, sleep: Callable[[float], None] = time.sleep) -> R:
+    """Run ``call``; retry timeouts, 429 (honouring Retry-After), 5xx, lost connections and malformed
+    replies up to ``llm.max_retries`` times with doubling backoff; raise :class:`LLMError` after."""
+    attempts = settings.llm.max_retries + 1
+    delay = settings.llm.backoff_s
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except openai.RateLimitError as exc:
+            wait, problem = _retry_after(exc), "rate limited (429)"
+        except openai.APITimeoutError:
+            wait, problem = None, f"no reply within {settings.llm.timeout_s:.0f} s"
+        except openai.APIConnectionError:
+            wait, problem = None, "cannot connect to the endpoint"
+        except openai.InternalServerError as exc:
+            wait, problem = None, f"server error ({exc.status_code})"
+        except openai.AuthenticationError:
+            raise LLMError("the endpoint rejected the API key (401): check OPENAI_API_KEY", retryable=False) from None
+        except openai.NotFoundError:
+            raise LLMError(
+                f"the endpoint does not know model '{settings.endpoint.model or DEFAULT_MODEL}' (404): check INTERVIEWER_MODEL",
+                retryable=False,
+            ) from None
+        except MalformedReply as exc:
+            wait, problem = 0.0, str(exc)
+        if attempt == attempts:
+            raise LLMError(f"{problem}; gave up after {attempts} attempts", retryable=True)
+        sleep(wait if wait is not None else delay)
+        delay *= 2
+    raise AssertionError("unreachable")
+
+
+class StructuredCaller:
+    """Asks for a pydantic schema, discovering once which method the server supports."""
+
+    def __init__(self, settings: Settings, chat_model: Any = None, sleep: Callable[[float], None] = time.sleep):
+        self.settings = settings
+        self._model = chat_model
+        self.sleep = sleep
+        configured = settings.llm.structured_output
+        self.method: Method | None = None if configured == "auto" else configured
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            self._model = make_chat_model(self.settings)
+        return self._model
+
+    def ask(self, schema: type[T], messages: list[Any]) -> Reply:
+        methods = [self.method] if self.method else list(METHODS)
+        last: Exception | None = None
+        for method in methods:
+            try:
+                reply = with_retries(functools.partial(self._once, schema, messages, method), self.settings, self.sleep)
+            except _Unsupported as exc:
+                last = exc
+                continue
+            self.method = method
+            return reply
+        raise LLMError(f"the endpoint supports none of json_schema, tools or json_mode ({last})", retryable=False)
+
+    def _once(self, schema: type[T], messages: list[Any], method: Method) -> Reply:
+        runnable = self.model.with_structured_output(schema, method=method, include_raw=True)
+        started = time.perf_counter()
+        try:
+            out = runnable.invoke(messages)
+        except (ValidationError, ValueError) as exc:  # the client parses json_schema replies itself
+            raise MalformedReply(f"the reply did not match the schema ({str(exc).splitlines()[0][:160]})") from None
+        except openai.BadRequestError as exc:
+            text = str(exc).lower()
+            if any(word in text for word in ("response_format", "json_schema", "tool", "function", "not supported")):
+                raise _Unsupported(f"{method}: {exc.status_code}") from None
+            raise LLMError(f"the endpoint refused the request (400): {exc.message[:200]}", retryable=False) from None
+        latency = (time.perf_counter() - started) * 1000
+        raw = out.get("raw")
+        refusal = getattr(raw, "additional_kwargs", {}).get("refusal") if raw is not None else None
+        if refusal:
+            raise MalformedReply(f"the model refused: {str(refusal)[:120]}")
+        if out.get("parsing_error") is not None or out.get("parsed") is None:
+            raise MalformedReply(f"the reply did not match the schema ({str(out.get('parsing_error'))[:160]})")
+        usage = dict(getattr(raw, "usage_metadata", None) or {})
+        return Reply(
+            parsed=out["parsed"],
+            usage={k: int(usage[k]) for k in ("input_tokens", "output_tokens", "total_tokens") if k in usage},
+            latency_ms=latency,
+            method=method,
+        )
+
+
+class _Unsupported(Exception):
+    pass

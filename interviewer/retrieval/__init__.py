@@ -1,0 +1,1 @@
+"""Retrieval: the bilingual segmenter, the offline embedding, the Chroma index and hybrid search."""
