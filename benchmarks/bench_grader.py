@@ -28,8 +28,9 @@ from pathlib import Path
 
 import typer
 
-from interviewer.faces.batch import Graders, grade_line
+from interviewer.faces.batch import grade_line
 from interviewer.grading import metrics
+from interviewer.services import Services
 from interviewer.settings import PROJECT_ROOT, Settings
 
 SHARED = PROJECT_ROOT.parent / "shared" / "eval"
@@ -50,8 +51,8 @@ def rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def agreement(graders: Graders, data: list[dict], label: str) -> list[float]:
-    grades = [grade_line(graders, i, r)["grade"] for i, r in enumerate(data, start=1)]
+def agreement(services: Services, data: list[dict], label: str) -> list[float]:
+    grades = [grade_line(services, services.offline_grader, i, r)["grade"] for i, r in enumerate(data, start=1)]
     predicted = [g["score"] for g in grades]
     named = [any(c["misconceptions"] for c in g["criteria"]) for g in grades]
     expert = [float(r["score"]) for r in data]
@@ -80,14 +81,14 @@ def agreement(graders: Graders, data: list[dict], label: str) -> list[float]:
     return predicted
 
 
-def reference_only(graders: Graders) -> None:
+def reference_only(services: Services) -> None:
     if not ZH_ADS.exists():
         print("zh-ads: skipped (not found)")
         return
     data = rows(ZH_ADS)
     predicted, expert = [], []
     for i, row in enumerate(data, start=1):
-        predicted.append(grade_line(graders, i, {**row, "question": row["question"]})["grade"]["score"])
+        predicted.append(grade_line(services, services.offline_grader, i, {**row, "question": row["question"]})["grade"]["score"])
         expert.append(float(row["score"]))
     print(
         f"zh-ads reference-only (in-sample fit): n={len(data)}  Pearson {metrics.pearson(predicted, expert):.3f}  "
@@ -95,15 +96,15 @@ def reference_only(graders: Graders) -> None:
     )
 
 
-def speed(graders: Graders) -> None:
+def speed(services: Services) -> None:
     data = rows(DEV) if DEV.exists() else rows(CHALLENGE)
     for row in data[:20]:
-        graders.offline.grade(graders.bank.get(row["question_id"]), row["answer"])
+        services.offline_grader.grade(services.bank.get(row["question_id"]), row["answer"])
     times = []
     for _ in range(3):
         for row in data:
             started = time.perf_counter()
-            graders.offline.grade(graders.bank.get(row["question_id"]), row["answer"])
+            services.offline_grader.grade(services.bank.get(row["question_id"]), row["answer"])
             times.append((time.perf_counter() - started) * 1000)
     times.sort()
     print(f"one grade after warm-up: p50 {times[len(times) // 2]:.1f} ms, p95 {times[int(0.95 * len(times))]:.1f} ms (n={len(times)})")
@@ -139,14 +140,14 @@ def speed(graders: Graders) -> None:
 
 
 def main(run_speed: bool = typer.Option(True, "--speed/--no-speed", help="Also measure speed.")) -> None:
-    graders = Graders(Settings())
+    services = Services(Settings())
     if DEV.exists():
-        agreement(graders, rows(DEV), "development set (in-sample)")
-    agreement(graders, rows(CHALLENGE), "challenge set (held out, used for validation)")
-    agreement(graders, rows(HOLDOUT), "second held-out set")
-    reference_only(graders)
+        agreement(services, rows(DEV), "development set (in-sample)")
+    agreement(services, rows(CHALLENGE), "challenge set (held out, used for validation)")
+    agreement(services, rows(HOLDOUT), "second held-out set")
+    reference_only(services)
     if run_speed:
-        speed(graders)
+        speed(services)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_llm.py [--turns 100]
 
-A turn is ``Session.submit`` with the LLM grader: commit the answer, the offline second opinion,
+A turn is ``Engine.submit`` with the LLM grader: commit the answer, the offline second opinion,
 build the prompt (rubric, passages, fenced answer), one HTTP round trip to the instant server,
 check the reply, choose the follow-up, store everything. The server's own time is nil, so the
 figure is what the product adds on top of a model's latency.
@@ -21,11 +21,12 @@ import typer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from interviewer.faces.batch import Graders
 from interviewer.grading.model import LLMGrader
-from interviewer.interview.session import Session, make_plan
+from interviewer.interview.engine import Engine
+from interviewer.interview.plan import make_plan
 from interviewer.interview.store import Store
 from interviewer.provider import StructuredCaller
+from interviewer.services import Services
 from interviewer.settings import EndpointSettings, LLMSettings, Settings
 from tests.fake_openai import serve
 
@@ -39,10 +40,10 @@ def main(turns: int = 100) -> None:
             endpoint=EndpointSettings(base_url=base_url, api_key="sk-bench", model="bench-model"),
             llm=LLMSettings(structured_output="json_schema"),
         )
-        graders = Graders(settings)
-        grader = LLMGrader(settings, graders.offline, graders.passage_texts, caller=StructuredCaller(settings))
-        store = Store(Path(tmp) / "sessions.db").open()
-        question = graders.bank.get("q02")
+        services = Services(settings)
+        grader = LLMGrader(settings, services.offline_grader, services.passage_texts, caller=StructuredCaller(settings))
+        engine = Engine(Store(Path(tmp) / "sessions.db").open(), services.bank, grader)
+        question = services.bank.get("q02")
         reply = json.dumps(
             {
                 "criteria": [
@@ -55,10 +56,10 @@ def main(turns: int = 100) -> None:
         )
         times: list[float] = []
         for i in range(turns + 5):
-            session = Session.start(store, graders.bank, grader, make_plan(graders.bank, "question", "q02"))
+            state = engine.start(make_plan(services.bank, "question", "q02"))
             recorded.script = [{"content": reply}]
             started = time.perf_counter()
-            session.submit(ANSWER)
+            engine.submit(state.id, ANSWER)
             if i >= 5:  # warm-up: imports, jieba, the HTTP client
                 times.append((time.perf_counter() - started) * 1000)
     times.sort()

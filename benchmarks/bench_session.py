@@ -2,7 +2,7 @@
 
     python benchmarks/bench_session.py [--turns 200]
 
-Times ``Session.submit`` end to end (two SQLite transactions in WAL mode, the offline grader, the
+Times ``Engine.submit`` end to end (two SQLite transactions in WAL mode, the offline grader, the
 follow-up policy) in a warm process on a temporary store, cycling through real answers.
 """
 
@@ -16,30 +16,31 @@ from pathlib import Path
 import typer
 import yaml
 
-from interviewer.faces.batch import Graders
-from interviewer.interview.session import Session, make_plan
+from interviewer.interview.engine import Engine
+from interviewer.interview.plan import make_plan
 from interviewer.interview.store import Store
+from interviewer.services import Services
 from interviewer.settings import PROJECT_ROOT, Settings
 
 ANSWERS = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "answers.yaml").read_text(encoding="utf-8"))
 
 
 def main(turns: int = 200) -> None:
-    graders = Graders(Settings())
+    services = Services(Settings())
     texts = list(ANSWERS.values())
     with tempfile.TemporaryDirectory() as tmp:
-        store = Store(Path(tmp) / "sessions.db").open()
-        graders.offline.grade(graders.bank.get("q01"), texts[0])  # warm-up: jieba, rubric phrases
+        engine = Engine(Store(Path(tmp) / "sessions.db").open(), services.bank, services.offline_grader)
+        services.offline_grader.grade(services.bank.get("q01"), texts[0])  # warm-up: jieba, rubric phrases
         times: list[float] = []
-        session = Session.start(store, graders.bank, graders.offline, make_plan(graders.bank, "full"), mode="practice")
+        state = engine.start(make_plan(services.bank, "full"), mode="practice")
         for i in range(turns):
-            while (kind := session.prompt().kind) not in {"question", "followup"}:
+            while (kind := state.prompt.kind) not in {"question", "followup"}:
                 if kind == "round-summary":
-                    session.continue_after_summary()
+                    state = engine.proceed(state.id)
                 else:
-                    session = Session.start(store, graders.bank, graders.offline, make_plan(graders.bank, "full"), mode="practice")
+                    state = engine.start(make_plan(services.bank, "full"), mode="practice")
             started = time.perf_counter()
-            session.submit(texts[i % len(texts)])
+            state = engine.submit(state.id, texts[i % len(texts)]).state
             times.append((time.perf_counter() - started) * 1000)
     times.sort()
     p95 = times[int(0.95 * len(times))]

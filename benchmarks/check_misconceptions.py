@@ -17,8 +17,8 @@ import json
 
 import typer
 
-from interviewer.faces.batch import Graders
 from interviewer.grading.reading import Answer
+from interviewer.services import Services
 from interviewer.settings import PROJECT_ROOT, Settings
 
 DEV = PROJECT_ROOT.parent / "shared" / "eval" / "dev-answers.jsonl"
@@ -26,29 +26,29 @@ HELD_OUT = [PROJECT_ROOT / "benchmarks" / "challenge-answers.jsonl", PROJECT_ROO
 CORRECT_KINDS = {"expert", "solid", "short-expert", "plain-words", "mixed-language", "tricky-correct"}
 
 
-def fired(graders: Graders, question_id: str, text: str) -> list[tuple[str, str]]:
+def fired(services: Services, question_id: str, text: str) -> list[tuple[str, str]]:
     """What fires on the text: the question's misconceptions, then its follow-ups' (as "f1/id")."""
-    question = graders.bank.get(question_id)
-    answer = Answer.read(text, graders.segmenter)
+    question = services.bank.get(question_id)
+    answer = Answer.read(text, services.segmenter)
     found = []
     groups = [("", question.id, question.criteria)] + [(f"{f.id}/", f"{question.id}/{f.id}", f.criteria) for f in question.followups]
     for prefix, key, criteria in groups:
-        results, _ = graders.offline.analyse(answer, graders.offline._compile(key, tuple(criteria)))
+        results, _ = services.offline_grader.analyse(answer, services.offline_grader._compile(key, tuple(criteria)))
         found += [(prefix + m.id, unit.text) for r in results for m, unit in r.misconceptions]  # type: ignore[attr-defined]
     return found
 
 
 def main(question: str | None = None, text: str | None = None) -> None:
-    graders = Graders(Settings())
+    services = Services(Settings())
     if text is not None:
         assert question, "--text needs --question"
-        for mid, span in fired(graders, question, text) or [("(none)", "")]:
+        for mid, span in fired(services, question, text) or [("(none)", "")]:
             print(f"{mid}: {span}")
         return
     dev = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()] if DEV.exists() else []
     held_out = [json.loads(line) for path in HELD_OUT for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     false_alarms = 0
-    for q in graders.bank.questions:
+    for q in services.bank.questions:
         if question and q.id != question:
             continue
         clean = [("reference_answer.zh", q.reference_answer.zh), ("reference_answer.en", q.reference_answer.en)]
@@ -62,12 +62,12 @@ def main(question: str | None = None, text: str | None = None) -> None:
             (f"dev {r['id']} ({r['kind']})", r["answer"]) for r in dev if r["question_id"] == q.id and r["kind"] in {"expert", "solid"}
         ]
         for where, body in clean:
-            for mid, span in fired(graders, q.id, body):
+            for mid, span in fired(services, q.id, body):
                 false_alarms += 1
                 print(f"FALSE ALARM {q.id} {mid} in {where}: {span[:100]}")
         for r in dev:
             if r["question_id"] == q.id and r["kind"] in {"misconception", "weak"}:
-                hits = fired(graders, q.id, r["answer"])
+                hits = fired(services, q.id, r["answer"])
                 print(f"{q.id} dev {r['id']} ({r['kind']}, expert {r['score']}): {[m for m, _ in hits] or 'nothing found'}")
     print(f"false alarms: {false_alarms}")
 

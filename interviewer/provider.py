@@ -1,5 +1,8 @@
 """The one module that knows the model provider: an OpenAI-compatible chat model via LangChain,
-with bounded retries, Retry-After, structured-output method discovery and typed failures.
+with bounded retries, Retry-After, structured-output method discovery and typed failures; a text
+stream for the interviewer; the endpoint's model list for the doctor; Chroma's OpenAI embedding
+function for the index. No other module imports ``openai``, LangChain or that embedding function:
+callers pass provider-neutral :class:`Message` values and get plain values and :class:`LLMError` on failure.
 
 The key is passed to the client as a secret and never appears in messages this module raises.
 """
@@ -7,8 +10,9 @@ The key is passed to the client as a secret and never appears in messages this m
 from __future__ import annotations
 
 import functools
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlparse
@@ -42,6 +46,43 @@ class MalformedReply(LLMError):
         super().__init__(message, retryable=True)
 
 
+class EndpointUnreachable(LLMError):
+    """Nothing answered at the endpoint (refused, unresolvable, timed out)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=True)
+
+
+class KeyRejected(LLMError):
+    """The endpoint answered 401: the API key is wrong or missing."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=False)
+
+
+class ModelsNotListed(LLMError):
+    """The endpoint answered, but does not list its models (another error status)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=False)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a prompt, in no provider's terms."""
+
+    role: Literal["system", "user"]
+    text: str
+
+
+@dataclass(frozen=True)
+class TextPiece:
+    """One chunk of a streamed reply: its text (maybe empty) and whether a finish_reason came with it."""
+
+    text: str
+    finished: bool
+
+
 @dataclass
 class Reply:
     """A structured reply with what it cost."""
@@ -56,6 +97,21 @@ def describe_endpoint(settings: Settings) -> str:
     endpoint = settings.endpoint
     host = urlparse(endpoint.base_url).netloc if endpoint.base_url else "api.openai.com"
     return f"{endpoint.model or DEFAULT_MODEL} @ {host}"
+
+
+def to_langchain(messages: Sequence[Message]) -> list[Any]:
+    """The provider's own message objects for ``messages``."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    converted: list[Any] = []
+    for message in messages:
+        if message.role == "system":
+            converted.append(SystemMessage(message.text))
+        elif message.role == "user":
+            converted.append(HumanMessage(message.text))
+        else:
+            raise ValueError(f"unknown message role '{message.role}'")
+    return converted
 
 
 def make_chat_model(settings: Settings) -> Any:
@@ -133,12 +189,13 @@ class StructuredCaller:
             self._model = make_chat_model(self.settings)
         return self._model
 
-    def ask(self, schema: type[T], messages: list[Any]) -> Reply:
+    def ask(self, schema: type[T], messages: Sequence[Message]) -> Reply:
+        converted = to_langchain(messages)
         methods = [self.method] if self.method else list(METHODS)
         last: Exception | None = None
         for method in methods:
             try:
-                reply = with_retries(functools.partial(self._once, schema, messages, method), self.settings, self.sleep)
+                reply = with_retries(functools.partial(self._once, schema, converted, method), self.settings, self.sleep)
             except _Unsupported as exc:
                 last = exc
                 continue
@@ -176,3 +233,84 @@ class StructuredCaller:
 
 class _Unsupported(Exception):
     pass
+
+
+class TextStreamer:
+    """Streams a plain-text reply, chunk by chunk, with no retries: a turn that fails is the
+    caller's to replace. Status, timeout and connection failures are raised as :class:`LLMError`;
+    a stream that stops early is reported (no piece came ``finished``), not raised. The HTTP
+    library's own errors while reading the body (a connection torn mid-chunk) pass through as they
+    are, so a caller replacing failed turns catches ``Exception``."""
+
+    def __init__(self, settings: Settings, chat_model: Any = None):
+        self.settings = settings
+        self._model = chat_model
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            self._model = make_chat_model(self.settings)
+        return self._model
+
+    def stream(self, messages: Sequence[Message]) -> Iterator[TextPiece]:
+        converted = to_langchain(messages)
+        try:
+            for chunk in self.model.stream(converted):
+                text = chunk.content if isinstance(chunk.content, str) else ""
+                finished = bool((getattr(chunk, "response_metadata", None) or {}).get("finish_reason"))
+                yield TextPiece(text, finished)
+        except openai.AuthenticationError:
+            raise KeyRejected("the endpoint rejected the API key (401): check OPENAI_API_KEY") from None
+        except openai.APIStatusError as exc:
+            raise LLMError(f"the endpoint answered {exc.status_code}", retryable=exc.status_code == 429 or exc.status_code >= 500) from None
+        except openai.APITimeoutError:
+            raise LLMError(f"no reply within {self.settings.llm.timeout_s:.0f} s", retryable=True) from None
+        except openai.APIConnectionError:
+            raise EndpointUnreachable("cannot connect to the endpoint") from None
+
+
+def _client(settings: Settings) -> openai.OpenAI:
+    endpoint = settings.endpoint
+    return openai.OpenAI(
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key.get_secret_value() if endpoint.api_key else "not-needed",
+        timeout=settings.llm.timeout_s,
+        max_retries=0,
+    )
+
+
+def list_models(settings: Settings) -> list[str]:
+    """The ids of the models the endpoint serves (``GET /models``).
+
+    Raises :class:`EndpointUnreachable` when nothing answers, :class:`KeyRejected` on 401 and
+    :class:`ModelsNotListed` when the endpoint answers another error status."""
+    if not settings.endpoint.configured:
+        raise LLMError("no model endpoint is configured: set OPENAI_BASE_URL and/or OPENAI_API_KEY", retryable=False)
+    where = describe_endpoint(settings)
+    with _client(settings) as client:
+        try:
+            return [m.id for m in client.models.list()]
+        except openai.APIConnectionError:
+            raise EndpointUnreachable(f"cannot reach {where}") from None
+        except openai.AuthenticationError:
+            raise KeyRejected("the endpoint rejected the API key (401): check OPENAI_API_KEY") from None
+        except openai.APIStatusError as exc:
+            raise ModelsNotListed(f"{where} does not list models ({exc.status_code})") from None
+
+
+def openai_embedding_function(settings: Settings) -> Any:
+    """Chroma's OpenAI embedding function for ``index.embedding_model`` at the configured endpoint.
+
+    Chroma's function reads the key from the environment variable it is given, so the key is never
+    written into the store's configuration (it travels only in the request's header)."""
+    endpoint = settings.endpoint
+    if endpoint.api_key is None:
+        raise LLMError("embedding = openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for a non-OpenAI server)", retryable=False)
+    from chromadb.utils.embedding_functions import OpenAIEmbeddingFunction
+
+    os.environ.setdefault("OPENAI_API_KEY", endpoint.api_key.get_secret_value())
+    return OpenAIEmbeddingFunction(
+        model_name=settings.index.embedding_model,
+        api_base=endpoint.base_url,
+        api_key_env_var="OPENAI_API_KEY",
+    )

@@ -12,19 +12,31 @@ import pytest
 import yaml
 
 from interviewer.faces.simulate import ScriptedAnswer
+from interviewer.interview.engine import Engine
+from interviewer.interview.store import Store
 from interviewer.retrieval.index import KnowledgeIndex
 from interviewer.retrieval.search import Retriever
+from interviewer.services import Services
 from interviewer.settings import PROJECT_ROOT, Settings
 
 RUBRICS = PROJECT_ROOT / "rubrics"
 KNOWLEDGE = PROJECT_ROOT / "knowledge"
 DEV = PROJECT_ROOT.parent / "shared" / "eval" / "dev-answers.jsonl"
+
+
+def dev_rows() -> list[dict[str, object]]:
+    """The expert-graded development set, which lives beside the project in ../shared (CI has it too)."""
+    if not DEV.exists():
+        pytest.fail(f"this test needs the development set at {DEV} (the project's ../shared/eval/)", pytrace=False)
+    return [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 Q16 = yaml.safe_load((PROJECT_ROOT / "tests" / "data" / "q16-answers.yaml").read_text(encoding="utf-8"))
 
 
 def dev_candidate(kind: str, q16: str) -> dict[str, ScriptedAnswer]:
     """A simulated candidate: the development set's answers of one kind, plus an answer to q16."""
-    rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
+    rows = dev_rows()
     script = {r["question_id"]: ScriptedAnswer(question_id=r["question_id"], answer=r["answer"]) for r in rows if r["kind"] == kind}
     script["q16"] = ScriptedAnswer(question_id="q16", answer=q16)
     return script
@@ -59,3 +71,35 @@ def bank_copy(tmp_path: Path) -> Path:
     target = tmp_path / "rubrics"
     shutil.copytree(RUBRICS, target)
     return target
+
+
+@pytest.fixture(scope="session")
+def services(tmp_path_factory: pytest.TempPathFactory) -> Services:
+    """The product's parts on the shipped content, built once for the run (its own data folder)."""
+    return Services(Settings(home=tmp_path_factory.mktemp("services-home")))
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store(tmp_path / "sessions.db").open()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def engine(services: Services, store: Store, clock: FakeClock) -> Engine:
+    """An engine on a fresh store with the offline grader and a clock the test moves."""
+    return Engine(store, services.bank, services.offline_grader, clock=clock)

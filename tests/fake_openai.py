@@ -1,5 +1,5 @@
 """An OpenAI-compatible server on 127.0.0.1 for tests: real HTTP, so the request the project sends
-is what gets checked. It records every request (path, headers, body)."""
+is what gets checked. It records every request (path, headers, the parsed body and its raw bytes)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ class Recorded:
     # scripted chat replies, used in order; each: {"status": int, "headers": {...}, "content": str,
     # "tool_arguments": str, "refusal": str, "delay": seconds, "error": message}
     script: list[dict[str, Any]] = field(default_factory=list)
+    models_status: int = 200  # what GET /models answers: 200 lists "test-model", anything else is an error
 
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"].endswith("/chat/completions")]
@@ -48,8 +49,9 @@ def serve() -> Iterator[tuple[str, Recorded]]:
             pass
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.loads(raw or b"{}")
+            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": body, "raw": raw})
             if self.path.endswith("/chat/completions"):
                 self._chat(body)
                 return
@@ -68,8 +70,10 @@ def serve() -> Iterator[tuple[str, Recorded]]:
             self._send(200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
         def do_GET(self) -> None:
-            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": None})
-            if self.path.endswith("/models"):
+            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": None, "raw": b""})
+            if self.path.endswith("/models") and recorded.models_status != 200:
+                self._send(recorded.models_status, {"error": {"message": "scripted failure", "type": "test"}})
+            elif self.path.endswith("/models"):
                 self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model", "owned_by": "test"}]})
             else:
                 self._send(404, {"error": {"message": "not found"}})

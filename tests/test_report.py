@@ -5,27 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from interviewer.faces.batch import Graders
 from interviewer.faces.simulate import run
 from interviewer.interview import report as reports
-from interviewer.interview.session import Session, make_plan
-from interviewer.interview.store import Store
-from interviewer.settings import Settings
-from tests.conftest import DEV, Q16, dev_candidate
+from interviewer.interview.engine import Engine
+from interviewer.interview.plan import make_plan
+from interviewer.services import Services
+from tests.conftest import Q16, dev_candidate
 
 
-@pytest.fixture(scope="module")
-def graders() -> Graders:
-    return Graders(Settings())
-
-
-@pytest.mark.skipif(not DEV.exists(), reason="needs ../shared/eval/dev-answers.jsonl")
-def test_expert_and_novice_reports(graders: Graders, tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db").open()
-    expert = reports.build(run(store, graders.bank, graders.offline, dev_candidate("expert", Q16["expert"]), "zh", 2))
-    novice = reports.build(run(store, graders.bank, graders.offline, dev_candidate("weak", Q16["novice"]), "zh", 2))
+def test_expert_and_novice_reports(engine: Engine) -> None:
+    expert = reports.build(run(engine, dev_candidate("expert", Q16["expert"]), "zh", 2))
+    novice = reports.build(run(engine, dev_candidate("weak", Q16["novice"]), "zh", 2))
     assert expert.overall is not None and novice.overall is not None and expert.overall > novice.overall + 4
     assert len(expert.questions) == 16 and all(q.grade is not None for q in expert.questions)
     # the novice's study plan starts with its weakest question, and its weakest topic leads the chart data
@@ -48,17 +38,15 @@ def test_expert_and_novice_reports(graders: Graders, tmp_path: Path) -> None:
     assert page.startswith("<!doctype html>") and "<svg" in page and "http" not in page.split("<body>")[0]
 
 
-def test_hostile_answers_show_as_text(graders: Graders, tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db").open()
-    session = Session.start(store, graders.bank, graders.offline, make_plan(graders.bank, "question", "q07"), lang="en")
+def test_hostile_answers_show_as_text(services: Services, engine: Engine) -> None:
+    state = engine.start(make_plan(services.bank, "question", "q07"), lang="en")
     hostile = '<script>alert("x")</script><img src=x onerror=alert(1)> shared memory has 32 banks'
-    session.submit(hostile)
-    page = reports.to_html(reports.build(session))
+    page = reports.to_html(reports.build(engine.submit(state.id, hostile).state))
     assert "<script>alert" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
 
 
-def test_report_command(graders: Graders, tmp_path: Path) -> None:
+def test_report_command(services: Services, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from interviewer.faces.cli import app

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from interviewer.errors import InterviewerError
-from interviewer.faces.batch import Graders
-from interviewer.faces.web import Handlers, build
-from interviewer.interview.store import Store
+from interviewer.faces.web import Handlers, View, build, history_frames
+from interviewer.services import Services
 from interviewer.settings import Settings
 
 GOOD = (
@@ -22,8 +21,12 @@ GOOD = (
 
 @pytest.fixture
 def handlers(tmp_path: Path) -> Handlers:
-    settings = Settings(home=tmp_path)
-    return Handlers(settings, Graders(settings), Store(tmp_path / "sessions.db").open())
+    return Handlers(Services(Settings(home=tmp_path)))
+
+
+def submit(handlers: Handlers, session_id: str, answer: str, code: str = "") -> View:
+    """What the page shows once the submit (and any streamed follow-up) is done."""
+    return list(handlers.answer(session_id, answer, code))[-1]
 
 
 def texts(chat: list[dict[str, str]]) -> str:
@@ -34,7 +37,7 @@ def test_practice_mode_shows_a_feedback_card_with_evidence(handlers: Handlers) -
     view = handlers.start("round 1", None, None, "practice", "zh")
     assert view.can_answer and "[q01]" in view.chat[-1]["content"]
     assert "离线评分" in view.progress and ("120:00" in view.progress or "119:" in view.progress)
-    after = handlers.submit(view.session_id, GOOD)
+    after = submit(handlers, view.session_id, GOOD)
     assert "得分" in after.feedback and "回答中的依据: “数据并行每张卡一份完整模型" in after.feedback
     assert "parallelism.md#" in after.feedback
     # the verdict comes first, a point a line; then the criteria with their evidence
@@ -47,7 +50,7 @@ def test_practice_mode_shows_a_feedback_card_with_evidence(handlers: Handlers) -
 
 def test_interview_mode_keeps_scores_for_the_round_summary(handlers: Handlers) -> None:
     view = handlers.start("round 3", None, None, "interview", "en")
-    after = handlers.submit(view.session_id, "Kubernetes with Volcano for gang scheduling and per-team quotas.")
+    after = submit(handlers, view.session_id, "Kubernetes with Volcano for gang scheduling and per-team quotas.")
     assert after.feedback == "" and not after.can_retry
     assert "Round 3" in after.progress
     for _ in range(20):
@@ -63,26 +66,26 @@ def test_interview_mode_keeps_scores_for_the_round_summary(handlers: Handlers) -
 def test_the_kernel_question_opens_the_code_editor(handlers: Handlers) -> None:
     view = handlers.start("question", "q08", None, "practice", "en")
     assert view.code_question
-    after = handlers.submit(view.session_id, "", "__global__ void matmul(const float* A, const float* B, float* C, int N) {}")
+    after = submit(handlers, view.session_id, "", "__global__ void matmul(const float* A, const float* B, float* C, int N) {}")
     assert "__global__" in texts(after.chat)
 
 
 def test_empty_answers_and_missing_sessions_are_refused_clearly(handlers: Handlers) -> None:
     view = handlers.start("question", "q02", None, "interview", "en")
     with pytest.raises(InterviewerError, match="empty"):
-        handlers.submit(view.session_id, "   ", "")
+        submit(handlers, view.session_id, "   ", "")
     with pytest.raises(InterviewerError, match="Start an interview"):
-        handlers.submit("", "an answer")
+        submit(handlers, "", "an answer")
     with pytest.raises(InterviewerError, match="no session"):
         handlers.resume("does-not-exist")
 
 
 def test_resume_shows_the_same_interview(handlers: Handlers) -> None:
     view = handlers.start("round 1", None, None, "practice", "zh")
-    handlers.submit(view.session_id, GOOD)
+    submit(handlers, view.session_id, GOOD)
     again = handlers.resume(view.session_id)
     assert GOOD in texts(again.chat)
-    assert [row[0] for row in handlers.history()] == [view.session_id]
+    assert [row.id for row in handlers.history().rows()] == [view.session_id]
 
 
 def free_port() -> int:
@@ -116,16 +119,15 @@ def test_the_running_app_through_gradio_client(running_app: str) -> None:
 
 def test_history_charts_scores_and_ranks_weak_topics(handlers: Handlers) -> None:
     view = handlers.start("round 1", None, None, "practice", "zh")
-    handlers.submit(view.session_id, GOOD)
+    submit(handlers, view.session_id, GOOD)
     handlers.skip(view.session_id)  # the q01 follow-up
-    frame = handlers.progress_over_time()
+    _table, frame, topics, _weakest = history_frames(handlers.history())
     assert list(frame.columns) == ["started", "overall", "plan"] and len(frame) == 1
-    topics = handlers.topics_over_time()
     assert {"started", "topic", "score"} <= set(topics.columns) and "data-parallel" in set(topics["topic"])
     skipped = handlers.start("question", "q05", None, "interview", "zh")
     handlers.skip(skipped.session_id)
-    weakest = handlers.weakest_topics()
-    assert weakest[0][1] == 0.0 and weakest[0][0] in handlers.graders.bank.get("q05").topics
+    *_, weakest = history_frames(handlers.history())
+    assert weakest[0][1] == 0.0 and weakest[0][0] in handlers.services.bank.get("q05").topics
     assert [row[1] for row in weakest] == sorted(row[1] for row in weakest)
 
 
@@ -133,7 +135,7 @@ def test_the_rounds_clock_keeps_running_between_events(handlers: Handlers) -> No
     import time
 
     view = handlers.start("round 2", None, None, "interview", "en")
-    handlers.store.mark_prompt_shown(view.session_id, time.time() - 600)  # ten minutes on the question
+    handlers.services.store.mark_prompt_shown(view.session_id, time.time() - 600)  # ten minutes on the question
     assert "110:0" in handlers.clock(view.session_id) or "109:5" in handlers.clock(view.session_id)
     after = handlers.skip(view.session_id)
     assert "110:0" in after.progress or "109:5" in after.progress  # the time spent on q06 counts

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -15,6 +15,9 @@ from rich.console import Console
 from rich.table import Table
 
 from interviewer.errors import InterviewerError
+
+if TYPE_CHECKING:
+    from interviewer.services import Services
 
 app = typer.Typer(
     name="interviewer",
@@ -46,16 +49,12 @@ def clean_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _settings() -> Any:
+def _services() -> Services:
+    """The composition root for one command (each part is built when the command first uses it)."""
+    from interviewer.services import Services
     from interviewer.settings import Settings
 
-    return Settings()
-
-
-def _load_bank(settings: Any) -> Any:
-    from interviewer.faces.batch import Graders
-
-    return Graders(settings).bank
+    return Services(Settings())
 
 
 @app.command()
@@ -65,15 +64,15 @@ def index(
     rebuild: Annotated[bool, typer.Option(help="Drop the index and embed everything again.")] = False,
 ) -> None:
     """Build or update the knowledge index (only changed files are embedded again)."""
-    from interviewer.retrieval.index import KnowledgeIndex
     from interviewer.settings import add_knowledge_dir
 
     for folder in add or []:
         if not folder.is_dir():
             raise InterviewerError(f"not a folder: {folder}")
         console.print(f"Added {folder} to {add_knowledge_dir(folder)}")
-    settings = _settings()
-    report = KnowledgeIndex(settings).build(rebuild=rebuild, progress=sys.stderr.isatty())
+    services = _services()
+    settings = services.settings
+    report = services.index.build(rebuild=rebuild, progress=sys.stderr.isatty())
     changes = f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} removed, {report.unchanged} unchanged"
     console.print(
         f"Index at {settings.index_dir}: {report.passages} passages; files {changes}; "
@@ -85,7 +84,7 @@ def index(
 @clean_errors
 def bank(as_json: Annotated[bool, typer.Option("--json", help="Print the bank as a JSON array.")] = False) -> None:
     """List the question bank: questions, rubric criteria and follow-ups."""
-    loaded = _load_bank(_settings())
+    loaded = _services().bank
     if as_json:
         items = [
             {
@@ -138,14 +137,11 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
 ) -> None:
     """Search the knowledge base (hybrid: dense + BM25), building the index first if needed."""
-    from interviewer.retrieval.index import KnowledgeIndex
-    from interviewer.retrieval.search import Retriever
-
     if not query.strip():
         raise InterviewerError("the query is empty")
-    knowledge = KnowledgeIndex(_settings())
-    knowledge.ensure_current(progress=sys.stderr.isatty())
-    results = Retriever(knowledge).search(query, k=k)
+    services = _services()
+    services.index.ensure_current(progress=sys.stderr.isatty())
+    results = services.retriever.search(query, k=k)
     if as_json:
         typer.echo(json.dumps([r.as_dict() for r in results], ensure_ascii=False, indent=2))
         return
@@ -186,10 +182,10 @@ def grade(
     """Grade answers: each line has answer and question_id (or question, optionally reference)."""
     from rich.progress import Progress
 
-    from interviewer.faces.batch import Graders, grade_line, read_lines
+    from interviewer.faces.batch import grade_line, read_lines
 
-    graders = Graders(_settings())
-    graders.check(grader)
+    services = _services()
+    chosen = services.rubric_grader(grader)
     total = _count_lines(source)
     handle = _open_input(source)
     target = out.open("w", encoding="utf-8") if out else sys.stdout
@@ -198,7 +194,7 @@ def grade(
         with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
             task = bar.add_task("Grading", total=total)
             for number, value, error in read_lines(handle):
-                result = {"line": number, "error": error} if value is None else grade_line(graders, number, value)
+                result = {"line": number, "error": error} if value is None else grade_line(services, chosen, number, value)
                 failed += "error" in result
                 target.write(json.dumps(result, ensure_ascii=False) + "\n")
                 bar.advance(task)
@@ -221,16 +217,15 @@ def eval_(
     """Measure the grader against expert scores: Pearson, Spearman, QWK, MAE, mean per kind."""
     from rich.progress import Progress
 
-    from interviewer.faces.batch import Graders
     from interviewer.faces.evaluation import evaluate
 
-    graders = Graders(_settings())
-    graders.check(grader)
+    services = _services()
+    chosen = services.rubric_grader(grader)
     handle = _open_input(source)
     try:
         with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
             task = bar.add_task("Grading", total=_count_lines(source))
-            report = evaluate(graders, handle, progress=lambda: bar.advance(task))
+            report = evaluate(services, chosen, handle, progress=lambda: bar.advance(task))
     finally:
         if handle is not sys.stdin:
             handle.close()
@@ -252,12 +247,6 @@ def eval_(
     console.print(table)
 
 
-def _store(settings: Any) -> Any:
-    from interviewer.interview.store import DATABASE_FILE, Store
-
-    return Store(settings.home / DATABASE_FILE).open()
-
-
 @app.command()
 @clean_errors
 def interview(
@@ -270,50 +259,38 @@ def interview(
     resume: Annotated[str | None, typer.Option("--resume", help="Continue a saved session.")] = None,
 ) -> None:
     """A mock interview in the terminal: the three rounds, one round, or a drill."""
-    from interviewer.faces.batch import Graders
-    from interviewer.faces.terminal import run
-    from interviewer.interview.session import Session, make_plan, weak_plan
+    from interviewer.application.plans import select_plan
 
     if mode not in {"interview", "practice"}:
         raise InterviewerError("--mode must be interview or practice")
     if lang not in {"zh", "en"}:
         raise InterviewerError("--lang must be zh or en")
-    settings = _settings()
-    graders = Graders(settings)
-    store = _store(settings)
-    grader = graders.choose("auto")
+    services = _services()
+    engine = services.engine()
     if resume:
-        session = Session.resume(store, graders.bank, grader, resume)
+        state = engine.resume(resume)
     else:
-        if weak:
-            plan = weak_plan(store, graders.bank)
-        elif question:
-            plan = make_plan(graders.bank, "question", question)
-        elif topic:
-            plan = make_plan(graders.bank, "topic", topic)
-        elif round_:
-            plan = make_plan(graders.bank, "round", round_)
-        else:
-            plan = make_plan(graders.bank, "full")
-        session = Session.start(
-            store,
-            graders.bank,
-            grader,
+        kind, value = next(
+            (k, v) for k, v in (("weak", None if not weak else ""), ("question", question), ("topic", topic), ("round", round_))
+            if v is not None
+        ) if (weak or question or topic or round_) else ("full", None)  # fmt: skip
+        plan = select_plan(services.store, services.bank, kind, value or None)
+        state = engine.start(
             plan,
-            mode="practice" if mode == "practice" else "interview",
+            mode=mode,
             lang="en" if lang == "en" else "zh",
-            max_followups=settings.interview.max_followups,
+            max_followups=services.settings.interview.max_followups,
         )
-    interviewer_model = None
-    if settings.endpoint.configured:
-        from interviewer.interview.interviewer import LLMInterviewer
-        from interviewer.provider import describe_endpoint
+    _run_terminal(services, state)
 
-        interviewer_model = LLMInterviewer(settings)
-        console.print(f"[dim]LLM: {describe_endpoint(settings)} (offline grader as second opinion)[/dim]")
-    else:
-        console.print("[dim]" + ("离线评分（未配置模型）" if lang == "zh" else "Offline grading (no model configured)") + "[/dim]")
-    run(session, console, interviewer=interviewer_model)
+
+def _run_terminal(services: Services, state: Any) -> None:
+    from interviewer.application.labels import grader_line
+    from interviewer.faces.terminal import run
+
+    console.print(f"[dim]{grader_line(services.settings, state.lang)}[/dim]")
+    interviewer_model = services.interviewer if services.settings.endpoint.configured else None
+    run(services.engine(), state, console, interviewer=interviewer_model)
 
 
 @app.command()
@@ -324,20 +301,16 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """A scripted candidate sits the interview; prints the session id and the scores."""
-    from interviewer.faces.batch import Graders
     from interviewer.faces.simulate import read_script, result, run
 
     if lang not in {"zh", "en"}:
         raise InterviewerError("--lang must be zh or en")
     if not answers.is_file():
         raise InterviewerError(f"no such file: {answers}")
-    settings = _settings()
-    graders = Graders(settings)
-    script = read_script(answers.read_text(encoding="utf-8").splitlines(), graders.bank)
-    session = run(
-        _store(settings), graders.bank, graders.choose("auto"), script, "en" if lang == "en" else "zh", settings.interview.max_followups
-    )
-    outcome = result(session)
+    services = _services()
+    script = read_script(answers.read_text(encoding="utf-8").splitlines(), services.bank)
+    state = run(services.engine(), script, "en" if lang == "en" else "zh", services.settings.interview.max_followups)
+    outcome = result(state)
     if as_json:
         typer.echo(json.dumps(outcome, ensure_ascii=False, indent=2))
         return
@@ -356,11 +329,10 @@ def sessions(
     delete: Annotated[str | None, typer.Option("--delete", help="Delete one session and its answers.")] = None,
 ) -> None:
     """List, export or delete saved sessions."""
-    from interviewer.faces.batch import Graders
-    from interviewer.interview.session import Session
+    from interviewer.application.history import History
 
-    settings = _settings()
-    store = _store(settings)
+    services = _services()
+    store = services.store
     if export:
         typer.echo(json.dumps(store.export(export), ensure_ascii=False, indent=2))
         return
@@ -368,35 +340,15 @@ def sessions(
         store.delete_session(delete)
         console.print(f"Deleted session {delete}.")
         return
-    graders = Graders(settings)
-    rows = []
-    for row in store.sessions():
-        scores = Session(store, graders.bank, graders.offline, row).scores()
-        answered = sum(1 for r in scores.rounds for q in r.questions if q.score is not None)
-        rows.append(
-            {
-                "id": row.id,
-                "created_at": row.created_at,
-                "status": row.status,
-                "mode": row.mode,
-                "lang": row.lang,
-                "plan": row.plan["label"],
-                "answered": answered,
-                "questions": len(row.plan["questions"]),
-                "overall": scores.overall,
-            }
-        )
+    rows = History(store, services.bank).rows()
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        typer.echo(json.dumps([r.as_dict() for r in rows], ensure_ascii=False, indent=2))
         return
     table = Table(title="Sessions")
     for column in ("id", "started", "status", "mode", "plan", "answered", "overall"):
         table.add_column(column)
-    import datetime as _dt
-
     for r in rows:
-        started = _dt.datetime.fromtimestamp(r["created_at"]).strftime("%Y-%m-%d %H:%M")
-        table.add_row(r["id"], started, r["status"], r["mode"], r["plan"], f"{r['answered']}/{r['questions']}", str(r["overall"]))
+        table.add_row(r.id, r.as_dict()["started"], r.status, r.mode, r.plan, f"{r.answered}/{r.questions}", str(r.overall))
     console.print(table)
 
 
@@ -411,7 +363,6 @@ def serve(
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from interviewer.faces.web import create
-    from interviewer.retrieval.index import KnowledgeIndex
 
     credentials = None
     if auth is not None:
@@ -421,10 +372,12 @@ def serve(
         credentials = (user, password)
     if share and credentials is None:
         raise InterviewerError("sharing beyond this machine needs a login: add --auth user:password")
-    settings = _settings()
-    report = KnowledgeIndex(settings).build(progress=sys.stderr.isatty())
-    console.print(f"knowledge index: {report.passages} passages")
-    create(settings).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials)
+    from interviewer.application.startup import ready_index
+
+    services = _services()
+    if note := ready_index(services, progress=sys.stderr.isatty()):
+        console.print(note)
+    create(services).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials)
 
 
 @app.command()
@@ -435,19 +388,14 @@ def report(
     out: Annotated[Path | None, typer.Option("--out", help="Write here instead of printing.")] = None,
 ) -> None:
     """The feedback report of a session, finished or not."""
-    from interviewer.faces.batch import Graders
     from interviewer.interview import report as reports
-    from interviewer.interview.session import Session
 
     if format_ not in {"md", "html", "pdf"}:
         raise InterviewerError("--format must be md, html or pdf")
     if format_ == "pdf" and out is None:
         raise InterviewerError("a PDF needs --out FILE")
-    settings = _settings()
-    graders = Graders(settings)
-    store = _store(settings)
-    session = Session(store, graders.bank, graders.offline, store.session(session_id))
-    built = reports.build(session)
+    services = _services()
+    built = reports.build(services.session_state(session_id))
     if format_ == "pdf":
         assert out is not None
         out.write_bytes(reports.to_pdf(built))
@@ -468,20 +416,15 @@ def drill(
     lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
 ) -> None:
     """Practise your weak points: the questions whose criteria are due for review (spaced repetition)."""
-    from interviewer.faces.batch import Graders
-    from interviewer.faces.terminal import run
-    from interviewer.interview.session import Session, weak_plan
+    from interviewer.application.plans import weak_plan
 
-    settings = _settings()
-    graders = Graders(settings)
-    store = _store(settings)
-    plan = weak_plan(store, graders.bank, topic=topic)
-    session = Session.start(
-        store, graders.bank, graders.choose("auto"), plan, mode="practice", lang="en" if lang == "en" else "zh",
-        max_followups=settings.interview.max_followups,
-    )  # fmt: skip
+    services = _services()
+    plan = weak_plan(services.store, services.bank, topic=topic)
+    state = services.engine().start(
+        plan, mode="practice", lang="en" if lang == "en" else "zh", max_followups=services.settings.interview.max_followups
+    )
     console.print(f"Drill: {', '.join(plan.questions)}")
-    run(session, console)
+    _run_terminal(services, state)
 
 
 @app.command()
@@ -490,15 +433,13 @@ def progress(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON
     """Your scores per topic across sessions, and each criterion's review schedule."""
     import time as _time
 
-    from interviewer.application.progress import criterion_history, criterion_status, topic_history
-    from interviewer.faces.batch import Graders
+    from interviewer.application.history import History
 
-    settings = _settings()
-    graders = Graders(settings)
-    store = _store(settings)
-    history = topic_history(store, graders.bank, graders.offline)
-    criteria = criterion_history(store)
-    status = criterion_status(store, _time.time())
+    services = _services()
+    past = History(services.store, services.bank)
+    history = past.topic_history()
+    criteria = past.criterion_history()
+    status = past.criterion_status(_time.time())
     if as_json:
         typer.echo(json.dumps({"topics": history, "criteria_over_time": criteria, "criteria": status}, ensure_ascii=False, indent=2))
         return
@@ -537,7 +478,7 @@ def doctor() -> None:
     """Check the model endpoint: reachable, model served, structured output works."""
     from interviewer.faces.doctor import run
 
-    checks = run(_settings())
+    checks = run(_services().settings)
     for check in checks:
         console.print(("[green]ok[/green]   " if check.ok else "[red]fix[/red]  ") + check.message, markup=True)
     if not all(c.ok for c in checks):

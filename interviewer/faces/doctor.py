@@ -1,13 +1,25 @@
-"""``interviewer doctor``: is the configured endpoint usable, and if not, what to fix (one line)."""
+"""``interviewer doctor``: is the configured endpoint usable, and if not, what to fix (one line).
+
+It talks to the endpoint only through :mod:`interviewer.provider` (the model list, one structured call)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import openai
 from pydantic import BaseModel, ConfigDict
 
-from interviewer.provider import DEFAULT_MODEL, LLMError, StructuredCaller, describe_endpoint
+from interviewer.prompts import DOCTOR_PING
+from interviewer.provider import (
+    DEFAULT_MODEL,
+    EndpointUnreachable,
+    KeyRejected,
+    LLMError,
+    Message,
+    ModelsNotListed,
+    StructuredCaller,
+    describe_endpoint,
+    list_models,
+)
 from interviewer.settings import Settings
 
 
@@ -35,33 +47,26 @@ def run(settings: Settings) -> list[Check]:
             )
         ]
     where = describe_endpoint(settings)
-    client = openai.OpenAI(
-        base_url=endpoint.base_url,
-        api_key=endpoint.api_key.get_secret_value() if endpoint.api_key else "not-needed",
-        timeout=settings.llm.timeout_s,
-        max_retries=0,
-    )
     model = endpoint.model or DEFAULT_MODEL
     checks: list[Check] = []
     try:
-        served = [m.id for m in client.models.list()]
+        served = list_models(settings)
+    except EndpointUnreachable:
+        return [Check("reachable", False, f"cannot reach {where}: is the server running, and is OPENAI_BASE_URL right?")]
+    except KeyRejected:
+        return [Check("reachable", False, "the endpoint rejected the API key (401): check OPENAI_API_KEY")]
+    except ModelsNotListed:
+        checks.append(Check("reachable", True, f"{where}: reachable (it does not list models)"))
+    else:
         checks.append(Check("reachable", True, f"{where}: reachable"))
         if served and model not in served:
             shown = ", ".join(served[:8])
             checks.append(Check("model", False, f"model '{model}' is not served here; set INTERVIEWER_MODEL to one of: {shown}"))
             return checks
         checks.append(Check("model", True, f"model '{model}' is served"))
-    except openai.APIConnectionError:
-        return [Check("reachable", False, f"cannot reach {where}: is the server running, and is OPENAI_BASE_URL right?")]
-    except openai.AuthenticationError:
-        return [Check("reachable", False, "the endpoint rejected the API key (401): check OPENAI_API_KEY")]
-    except openai.APIStatusError:
-        checks.append(Check("reachable", True, f"{where}: reachable (it does not list models)"))
-    from langchain_core.messages import HumanMessage
-
     caller = StructuredCaller(settings)
     try:
-        caller.ask(Ping, [HumanMessage('Reply with the JSON object {"ok": true}.')])
+        caller.ask(Ping, [Message("user", DOCTOR_PING)])
     except LLMError as exc:
         checks.append(Check("structured output", False, f"structured output failed: {exc}"))
         return checks

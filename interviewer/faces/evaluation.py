@@ -7,8 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from interviewer.faces.batch import Graders, grade_line, read_lines
+from interviewer.faces.batch import grade_line, read_lines
 from interviewer.grading import metrics
+from interviewer.grading.grade import RubricGrader
+from interviewer.services import Services
 
 
 @dataclass
@@ -47,7 +49,7 @@ class EvalReport:
         }
 
 
-def evaluate(graders: Graders, lines: Iterable[str], progress: Any = None) -> EvalReport:
+def evaluate(services: Services, grader: RubricGrader, lines: Iterable[str], progress: Any = None) -> EvalReport:
     report = EvalReport()
     for number, value, error in read_lines(lines):
         report.n += 1
@@ -59,7 +61,7 @@ def evaluate(graders: Graders, lines: Iterable[str], progress: Any = None) -> Ev
         if "score" not in value:
             report.errors.append({"line": number, "error": "no expert 'score' to compare with"})
             continue
-        result = grade_line(graders, number, value)
+        result = grade_line(services, grader, number, value)
         if "error" in result:
             report.errors.append({"line": number, "error": result["error"]})
             continue

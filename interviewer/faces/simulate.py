@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from interviewer.content.bank import Bank
 from interviewer.content.rubric import Lang
 from interviewer.errors import InterviewerError
-from interviewer.interview.session import Grader, Plan, PlanKind, Session
-from interviewer.interview.store import Store
+from interviewer.interview.engine import Engine
+from interviewer.interview.plan import Plan, PlanKind
+from interviewer.interview.state import SessionState
 
 
 class ScriptedAnswer(BaseModel):
@@ -56,36 +57,33 @@ def plan_for(script: dict[str, ScriptedAnswer], bank: Bank) -> Plan:
     return Plan(kind, "rounds " + ", ".join(map(str, rounds)), questions)
 
 
-def run(store: Store, bank: Bank, grader: Grader, script: dict[str, ScriptedAnswer], lang: Lang, max_followups: int) -> Session:
-    session = Session.start(store, bank, grader, plan_for(script, bank), mode="interview", lang=lang, max_followups=max_followups)
+def run(engine: Engine, script: dict[str, ScriptedAnswer], lang: Lang, max_followups: int) -> SessionState:
+    state = engine.start(plan_for(script, engine.bank), mode="interview", lang=lang, max_followups=max_followups)
     used: dict[str, int] = {}
     while True:
-        prompt = session.prompt()
+        prompt = state.prompt
         if prompt.kind == "end":
-            return session
+            return state
         if prompt.kind == "round-summary":
-            session.continue_after_summary()
+            state = engine.proceed(state.id)
             continue
         assert prompt.question_id is not None
         item = script.get(prompt.question_id)
         if prompt.kind == "question":
-            if item is None:
-                session.skip()
-            else:
-                session.submit(item.answer)
+            state = (engine.skip(state.id) if item is None else engine.submit(state.id, item.answer)).state
             continue
         index = used.get(prompt.question_id, 0)
         if item is not None and index < len(item.followup_answers):
             used[prompt.question_id] = index + 1
-            session.submit(item.followup_answers[index])
+            state = engine.submit(state.id, item.followup_answers[index]).state
         else:
-            session.skip()
+            state = engine.skip(state.id).state
 
 
-def result(session: Session) -> dict[str, Any]:
-    scores = session.scores()
+def result(state: SessionState) -> dict[str, Any]:
+    scores = state.scores
     return {
-        "session_id": session.id,
+        "session_id": state.id,
         "overall": scores.overall,
         "rounds": [{"round": r.round, "score": r.score} for r in scores.rounds],
         "questions": [

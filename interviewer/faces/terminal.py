@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from interviewer.application.followup import word_followup
 from interviewer.grading.grade import Grade
 from interviewer.grading.offline import limitation_note
-from interviewer.interview.session import Prompt, RoundScore, Session, format_clock
+from interviewer.interview.engine import Engine, Outcome
+from interviewer.interview.interviewer import LLMInterviewer, ScriptedInterviewer
+from interviewer.interview.state import Prompt, RoundScore, SessionState, format_clock
 
 HELP = {
     "zh": "多行作答，单独一行 . 结束。命令：:skip 跳过，:idk 不会，:retry 重答（练习模式），:quit 保存并退出。",
@@ -73,32 +75,41 @@ def read_answer(ask: Callable[[str], str]) -> str | None:
         lines.append(line)
 
 
-def run(session: Session, console: Console, ask: Callable[[str], str] = input, interviewer: Any = None) -> None:
-    lang = session.lang
-    console.print(f"[bold]session {session.id}[/bold] — {HELP[lang]}")
+def run(
+    engine: Engine,
+    state: SessionState,
+    console: Console,
+    ask: Callable[[str], str] = input,
+    interviewer: LLMInterviewer | ScriptedInterviewer | None = None,
+) -> None:
+    lang = state.lang
+    console.print(f"[bold]session {state.id}[/bold] — {HELP[lang]}")
     while True:
-        prompt = session.prompt()
+        prompt = state.prompt
         if prompt.kind == "end":
             console.print(Panel(escape(prompt.text), style="bold green"))
             return
         if prompt.kind == "round-summary":
             show_summary(console, prompt.summary, prompt.text)
-            session.continue_after_summary()
+            state = engine.proceed(state.id)
+            continue
+        if prompt.kind == "grading":  # another process is grading this session's last answer
+            state = engine.open(state.id)
             continue
         show_prompt(console, prompt, lang)
         answer = read_answer(ask)
         if answer is None or answer == ":quit":
-            console.print(f"Saved. Resume with: interviewer interview --resume {session.id}")
+            console.print(f"Saved. Resume with: interviewer interview --resume {state.id}")
             return
         if answer == ":skip":
-            session.skip()
+            state = engine.skip(state.id).state
             continue
         if answer == ":idk":
-            session.dont_know()
+            state = engine.dont_know(state.id).state
             continue
         retry = answer == ":retry"
         if retry:
-            if session.mode != "practice":
+            if state.mode != "practice":
                 console.print("[yellow]" + ("面试模式不能重答。" if lang == "zh" else "No retries in interview mode.") + "[/yellow]")
                 continue
             console.print("重答上一题：" if lang == "zh" else "Answer the last question again:")
@@ -110,25 +121,27 @@ def run(session: Session, console: Console, ask: Callable[[str], str] = input, i
                 "[yellow]" + ("回答是空的；用 :skip 跳过。" if lang == "zh" else "Empty answer; use :skip to skip.") + "[/yellow]"
             )
             continue
-        outcome = session.submit(answer, retry=retry)
+        outcome = engine.retry(state.id, answer) if retry else engine.submit(state.id, answer)
         for notice in outcome.notices:
             console.print(f"[yellow]{notice}[/yellow]")
         if outcome.show_feedback:
             show_grade(console, outcome.grade)
-        if interviewer is not None and outcome.next.kind == "followup" and outcome.next.question_id:
-            stream_followup(session, interviewer, console, answer, outcome)
+        state = outcome.state
+        if interviewer is not None and outcome.next.kind == "followup":
+            stream_followup(engine, interviewer, console, answer, outcome)
+            state = engine.state(state.id)
 
 
-def stream_followup(session: Session, interviewer: Any, console: Console, answer: str, outcome: Any) -> None:
-    """Let the model word the follow-up the session chose, printing it as it arrives."""
-    question = session.bank.get(outcome.next.question_id)
-    followup = next(f for f in question.followups if f.id == outcome.next.followup_id)
+def stream_followup(
+    engine: Engine, interviewer: LLMInterviewer | ScriptedInterviewer, console: Console, answer: str, outcome: Outcome
+) -> None:
+    """Print the follow-up as the interviewer words it; the next prompt panel then shows it whole."""
     shown = ""
-    for text in interviewer.stream(question, followup, answer, outcome.grade, session.lang):
-        if text.startswith(shown):
-            console.print(escape(text[len(shown) :]), end="")
-        else:  # the fallback replaced what was streamed
-            console.print("\n" + escape(text), end="")
-        shown = text
+    for wording in word_followup(engine, interviewer, outcome, answer):
+        if wording.notice:
+            console.print(f"\n[yellow]{escape(wording.notice)}[/yellow]")
+            shown = ""
+        elif wording.text.startswith(shown):
+            console.print(escape(wording.text[len(shown) :]), end="", style="dim")
+            shown = wording.text
     console.print()
-    session.word_followup(shown)

@@ -16,18 +16,25 @@ from typing import Any
 
 import gradio as gr
 
+from interviewer.application.exports import report_files
+from interviewer.application.followup import word_followup
+from interviewer.application.history import History
+from interviewer.application.labels import grader_line
+from interviewer.application.plans import select_plan
+from interviewer.content.rubric import Lang
 from interviewer.errors import InterviewerError
-from interviewer.faces.batch import Graders
 from interviewer.grading.grade import Grade
 from interviewer.grading.offline import limitation_note
-from interviewer.interview.session import Prompt, Session, format_clock, latest_scores, make_plan, weak_plan
-from interviewer.interview.store import Store, Turn
+from interviewer.interview import report as reports
+from interviewer.interview.engine import Engine
+from interviewer.interview.interviewer import LLMInterviewer
+from interviewer.interview.state import Exchange, Prompt, SessionState, format_clock
+from interviewer.services import Services
 from interviewer.settings import Settings
 
 PLANS = ["full", "round 1", "round 2", "round 3", "question", "topic", "weak"]
 TEXT = {
     "zh": {
-        "offline": "离线评分（未配置模型）",
         "skip": "（跳过）",
         "dont-know": "（不会）",
         "score": "得分",
@@ -37,7 +44,6 @@ TEXT = {
         "empty": "回答是空的：写点什么，或者点“跳过”。",
     },
     "en": {
-        "offline": "Offline grading (no model configured)",
         "skip": "(skipped)",
         "dont-know": "(I don't know)",
         "score": "Score",
@@ -68,14 +74,12 @@ class View:
 
 def feedback_card(grade: Grade, lang: str) -> str:
     """The practice-mode feedback card: the score, any flags, then the criteria as in the report."""
-    from interviewer.interview.report import criteria_markdown
-
     lines = [f"### {TEXT[lang]['score']} {grade.score}/10", ""]
     if grade.flags:
         lines.append("`" + "` `".join(grade.flags) + "`\n")
     if grade.feedback:  # the verdict first, one point a line (a bare newline would run them together)
         lines += ["  \n".join(grade.feedback.splitlines()), ""]
-    lines += criteria_markdown(grade, lang)
+    lines += reports.criteria_markdown(grade, lang)
     if note := limitation_note(grade):
         lines += ["", f"<sub>{note}</sub>"]
     return "\n".join(lines)
@@ -84,24 +88,20 @@ def feedback_card(grade: Grade, lang: str) -> str:
 class Handlers:
     """The app's event handlers, each a plain method returning plain values."""
 
-    def __init__(self, settings: Settings, graders: Graders, store: Store):
-        self.settings = settings
-        self.graders = graders
-        self.store = store
-        self.grader = graders.choose("auto")  # the LLM when an endpoint is configured
-        self.interviewer: Any = None
-        if settings.endpoint.configured:
-            from interviewer.interview.interviewer import LLMInterviewer
+    def __init__(self, services: Services):
+        self.services = services
 
-            self.interviewer = LLMInterviewer(settings)
+    @property
+    def settings(self) -> Settings:
+        return self.services.settings
+
+    @property
+    def engine(self) -> Engine:
+        return self.services.engine()
 
     @property
     def badge(self) -> str:
-        if self.settings.endpoint.configured:
-            from interviewer.provider import describe_endpoint
-
-            return f"**LLM: {describe_endpoint(self.settings)}** (offline grader as second opinion)"
-        return "**" + TEXT["zh"]["offline"] + " · " + TEXT["en"]["offline"] + "**"
+        return f"**{grader_line(self.settings)}**"
 
     def check_model(self, base_url: str = "", model: str = "", api_key: str = "") -> tuple[str, str, str]:
         """Check an endpoint; when every check passes, new interviews on this server use it.
@@ -123,208 +123,113 @@ class Handlers:
         checks = run(candidate)
         result = "\n".join(("- ok: " if c.ok else "- **fix**: ") + c.message for c in checks)
         if candidate is not self.settings and all(c.ok for c in checks):
-            self.use(candidate)
+            self.services = Services(candidate, store=self.services.store)
             result += "\n\nNew interviews on this server now use this model."
         return result, self.badge, ""
 
-    def use(self, settings: Settings) -> None:
-        """Switch the grader and the interviewer for the interviews started from now on."""
-        self.settings = settings
-        self.graders = Graders(settings)
-        self.grader = self.graders.choose("auto")
-        self.interviewer = None
-        if settings.endpoint.configured:
-            from interviewer.interview.interviewer import LLMInterviewer
-
-            self.interviewer = LLMInterviewer(settings)
-
-    def _session(self, session_id: str) -> Session:
+    def _state(self, session_id: str) -> SessionState:
         if not session_id:
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        return Session.open(self.store, self.graders.bank, self.grader, session_id)
+        return self.engine.open(session_id)
 
     # -- events ------------------------------------------------------------------------------------
     def start(self, plan: str, question: str | None, topic: str | None, mode: str, lang: str) -> View:
-        bank = self.graders.bank
-        if plan == "weak":
-            chosen = weak_plan(self.store, bank)
-        elif plan.startswith("round"):
-            chosen = make_plan(bank, "round", int(plan.split()[1]))
-        elif plan == "question":
-            chosen = make_plan(bank, "question", question or "")
-        elif plan == "topic":
-            chosen = make_plan(bank, "topic", topic or "")
-        else:
-            chosen = make_plan(bank, "full")
-        session = Session.start(
-            self.store,
-            bank,
-            self.grader,
+        kind, _, number = plan.partition(" ")
+        value = {"round": number, "question": question or "", "topic": topic or ""}.get(kind)
+        chosen = select_plan(self.services.store, self.services.bank, kind, value)
+        state = self.engine.start(
             chosen,
             mode="practice" if mode == "practice" else "interview",
             lang="en" if lang == "en" else "zh",
             max_followups=self.settings.interview.max_followups,
         )
-        return self.view(session)
+        return self.view(state)
 
     def resume(self, session_id: str) -> View:
         """Come back to a session: the time away does not count against the round."""
         if not session_id.strip():
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        return self.view(Session.resume(self.store, self.graders.bank, self.grader, session_id.strip()))
+        return self.view(self.engine.resume(session_id.strip()))
 
     def answer(self, session_id: str, answer: str, code: str = "") -> Iterator[View]:
-        """Submit an answer; with an LLM interviewer the follow-up then streams in, view by view."""
-        session = self._session(session_id)
-        text = "\n\n".join(part for part in (answer.strip(), code.strip()) if part)
-        if not text:
-            raise InterviewerError(TEXT[session.lang]["empty"])
-        outcome = session.submit(text)
-        latest = outcome.grade if outcome.show_feedback else None
-        view = self.view(session, latest=latest)
+        """Submit an answer; the follow-up then comes in as the interviewer words it, view by view."""
+        engine = self.engine
+        state = self._state(session_id)
+        text = _answer_text(answer, code, state.lang)
+        outcome = engine.submit(state.id, text)
+        view = self.view(outcome.state, latest=outcome.grade if outcome.show_feedback else None)
         yield view
-        prompt = outcome.next
-        if self.interviewer is None or prompt.kind != "followup" or prompt.question_id is None:
-            return
-        question = self.graders.bank.get(prompt.question_id)
-        followup = next(f for f in question.followups if f.id == prompt.followup_id)
-        worded = ""
-        for worded in self.interviewer.stream(question, followup, text, outcome.grade, session.lang):
-            view = replace(view, chat=[*view.chat[:-1], {"role": "assistant", "content": "**↪** " + worded}])
+        if not isinstance(self.services.interviewer, LLMInterviewer):
+            return  # the scripted follow-up is already on screen
+        for wording in word_followup(engine, self.services.interviewer, outcome, text):
+            shown = wording.text if wording.notice is None else f"{wording.text}\n\n<sub>{wording.notice}</sub>"
+            view = replace(view, chat=[*view.chat[:-1], {"role": "assistant", "content": "**↪** " + shown}])
             yield view
-        session.word_followup(worded)
-
-    def submit(self, session_id: str, answer: str, code: str = "") -> View:
-        """The final view after an answer (the streamed steps consumed)."""
-        views = list(self.answer(session_id, answer, code))
-        return views[-1]
 
     def retry(self, session_id: str, answer: str, code: str = "") -> View:
-        session = self._session(session_id)
-        text = "\n\n".join(part for part in (answer.strip(), code.strip()) if part)
-        if not text:
-            raise InterviewerError(TEXT[session.lang]["empty"])
-        outcome = session.submit(text, retry=True)
-        return self.view(session, latest=outcome.grade)
+        state = self._state(session_id)
+        outcome = self.engine.retry(state.id, _answer_text(answer, code, state.lang))
+        return self.view(outcome.state, latest=outcome.grade)
 
     def skip(self, session_id: str) -> View:
-        session = self._session(session_id)
-        session.skip()
-        return self.view(session)
+        return self.view(self.engine.skip(self._state(session_id).id).state)
 
     def dont_know(self, session_id: str) -> View:
-        session = self._session(session_id)
-        session.dont_know()
-        return self.view(session)
+        return self.view(self.engine.dont_know(self._state(session_id).id).state)
 
     def proceed(self, session_id: str) -> View:
-        session = self._session(session_id)
-        session.continue_after_summary()
-        return self.view(session)
+        return self.view(self.engine.proceed(self._state(session_id).id))
 
     def clock(self, session_id: str) -> Any:
         """The progress line again, so the round's time left keeps counting down on screen."""
         if not session_id:
             return gr.skip()
         try:
-            return self.view(self._session(session_id)).progress
+            return self._progress(self.engine.state(session_id))
         except InterviewerError:
             return gr.skip()
 
-    def history(self) -> list[list[Any]]:
-        rows = []
-        for row in self.store.sessions():
-            scores = Session(self.store, self.graders.bank, self.graders.offline, row).scores()
-            answered = sum(1 for r in scores.rounds for q in r.questions if q.score is not None)
-            rows.append(
-                [row.id, row.status, row.mode, row.lang, row.plan["label"], f"{answered}/{len(row.plan['questions'])}", scores.overall]
-            )
-        return rows
-
-    def progress_over_time(self) -> Any:
-        """Overall score of every session with an answer, oldest first (for the chart)."""
-        import datetime
-
-        import pandas as pd
-
-        rows = []
-        for row in reversed(self.store.sessions()):
-            overall = Session(self.store, self.graders.bank, self.graders.offline, row).scores().overall
-            if overall is not None:
-                when = datetime.datetime.fromtimestamp(row.created_at)
-                rows.append({"started": when, "overall": overall, "plan": row.plan["label"]})
-        return pd.DataFrame(rows, columns=["started", "overall", "plan"])
-
-    def topics_over_time(self) -> Any:
-        """The score of each topic per session, oldest first (for the per-topic chart)."""
-        import pandas as pd
-
-        from interviewer.application.progress import topic_history
-
-        rows = topic_history(self.store, self.graders.bank, self.graders.offline)
-        frame = pd.DataFrame(rows, columns=["session_id", "started", "topic", "score"])
-        frame["started"] = pd.to_datetime(frame["started"])
-        return frame
-
-    def weakest_topics(self, limit: int = 8) -> list[list[Any]]:
-        """Topics by the mean of their questions' latest scores, weakest first."""
-        by_topic: dict[str, list[float]] = {}
-        for question_id, score in latest_scores(self.store).items():
-            for topic in self.graders.bank.get(question_id).topics:
-                by_topic.setdefault(topic, []).append(score)
-        ranked = sorted((sum(v) / len(v), topic, len(v)) for topic, v in by_topic.items())
-        return [[topic, round(mean, 1), n] for mean, topic, n in ranked[:limit]]
+    def history(self) -> History:
+        return History(self.services.store, self.services.bank)
 
     # -- the view ----------------------------------------------------------------------------------
-    def view(self, session: Session, latest: Grade | None = None) -> View:
-        lang = session.lang
-        t = TEXT[lang]
-        turns = session.turns()
+    def view(self, state: SessionState, latest: Grade | None = None) -> View:
+        prompt = state.prompt
         chat: list[dict[str, str]] = []
-        for turn in turns:
-            chat.extend(self._turn_messages(session, turn))
-        prompt = session.prompt()
-        if prompt.kind in {"question", "followup", "round-summary", "end"}:
-            chat.append({"role": "assistant", "content": self._prompt_text(prompt, session)})
-        progress = f"{self.badge}\n\n"
-        if prompt.round_title:
-            progress += f"**{prompt.round_title}** · {t['question'].format(n=prompt.number, total=prompt.total)}"
-            if prompt.time_left_s is not None:
-                progress += f" · {format_clock(prompt.time_left_s)} {t['left']}"
-        progress += f"\n\n`session {session.id}` · {session.mode}"
+        for exchange in state.exchanges:
+            chat.extend(self._exchange_messages(state, exchange))
+        if prompt.kind != "grading":
+            chat.append({"role": "assistant", "content": self._prompt_text(prompt)})
         report_md, report_file, report_pdf = "", None, None
         if prompt.kind == "end":
-            report_md, report_file, report_pdf = self._report(session)
+            built, html_path, pdf_path = report_files(self.settings.home / "reports", state)
+            report_md, report_file, report_pdf = reports.markdown(built), str(html_path), str(pdf_path) if pdf_path else None
         return View(
-            session_id=session.id,
+            session_id=state.id,
             chat=chat,
-            progress=progress,
-            feedback=feedback_card(latest, lang) if latest is not None else "",
+            progress=self._progress(state),
+            feedback=feedback_card(latest, state.lang) if latest is not None else "",
             code_question=prompt.answer_format == "code",
-            can_answer=prompt.kind in {"question", "followup"},
+            can_answer=prompt.answerable,
             can_continue=prompt.kind == "round-summary",
-            can_retry=session.mode == "practice" and prompt.kind in {"question", "followup"} and any(t.kind == "answer" for t in turns),
+            can_retry=state.mode == "practice" and prompt.answerable and any(e.turn.kind == "answer" for e in state.exchanges),
             report=report_md,
             report_file=report_file,
             report_pdf=report_pdf,
         )
 
-    def _report(self, session: Session) -> tuple[str, str, str | None]:
-        from interviewer.interview import report as reports
+    def _progress(self, state: SessionState) -> str:
+        t = TEXT[state.lang]
+        prompt = state.prompt
+        progress = f"{self.badge}\n\n"
+        if prompt.round_title:
+            progress += f"**{prompt.round_title}** · {t['question'].format(n=prompt.number, total=prompt.total)}"
+            if prompt.time_left_s is not None:
+                progress += f" · {format_clock(prompt.time_left_s)} {t['left']}"
+        return progress + f"\n\n`session {state.id}` · {state.mode}"
 
-        built = reports.build(session)
-        folder = self.settings.home / "reports"
-        folder.mkdir(parents=True, exist_ok=True)
-        page = folder / f"report-{session.id}.html"
-        page.write_text(reports.to_html(built), encoding="utf-8")
-        pdf: str | None = str(folder / f"report-{session.id}.pdf")
-        try:
-            Path(str(pdf)).write_bytes(reports.to_pdf(built))
-        except InterviewerError:
-            pdf = None  # no PDF engine here: the HTML prints to PDF from the browser
-        return reports.markdown(built), str(page), pdf
-
-    def _prompt_text(self, prompt: Prompt, session: Session) -> str:
+    @staticmethod
+    def _prompt_text(prompt: Prompt) -> str:
         if prompt.kind == "round-summary" and prompt.summary is not None:
             rows = "\n".join(
                 f"- {q.id}: {'—' if q.score is None else q.score}" + (f" (追问 {len(q.followups)})" if q.followups else "")
@@ -334,21 +239,23 @@ class Handlers:
         label = {"question": f"**[{prompt.question_id}]** ", "followup": "**↪** "}.get(prompt.kind, "")
         return label + prompt.text
 
-    def _turn_messages(self, session: Session, turn: Turn) -> list[dict[str, str]]:
-        t = TEXT[session.lang]
-        if turn.kind == "summary" or turn.question_id is None:
-            return []
-        question = self.graders.bank.get(turn.question_id)
-        if turn.followup_id:
-            followup = next(f for f in question.followups if f.id == turn.followup_id)
-            asked = "**↪** " + followup.question.get(session.lang)
-        else:
-            asked = f"**[{question.id}]** " + question.question.get(session.lang)
+    @staticmethod
+    def _exchange_messages(state: SessionState, exchange: Exchange) -> list[dict[str, str]]:
+        t = TEXT[state.lang]
+        turn = exchange.turn
+        asked = ("**↪** " if exchange.is_followup else f"**[{turn.question_id}]** ") + exchange.asked
         answer = turn.answer if turn.kind == "answer" else t[turn.kind]
         messages = [{"role": "assistant", "content": asked}, {"role": "user", "content": answer or ""}]
-        if session.mode == "practice" and turn.grade is not None and turn.kind == "answer":
-            messages.append({"role": "assistant", "content": f"{t['score']} {turn.grade['score']}/10"})
+        if state.mode == "practice" and turn.grade is not None and turn.kind == "answer":
+            messages.append({"role": "assistant", "content": f"{t['score']} {turn.grade.score}/10"})
         return messages
+
+
+def _answer_text(answer: str, code: str, lang: Lang) -> str:
+    text = "\n\n".join(part for part in (answer.strip(), code.strip()) if part)
+    if not text:
+        raise InterviewerError(TEXT[lang]["empty"])
+    return text
 
 
 def browser_secret(home: Path) -> str:
@@ -364,7 +271,7 @@ def browser_secret(home: Path) -> str:
 
 def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
     """Lay out the page and wire events to the handlers."""
-    bank = handlers.graders.bank
+    bank = handlers.services.bank
     questions = [(f"{q.id} · {q.question.zh[:30]}", q.id) for q in bank.questions]
     topics = sorted({t for q in bank.questions for t in q.topics})
 
@@ -447,7 +354,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             return run
 
         def refresh_history() -> tuple[Any, Any, Any, Any]:
-            return handlers.history(), handlers.progress_over_time(), handlers.topics_over_time(), handlers.weakest_topics()
+            return history_frames(handlers.history())
 
         start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").then(
             refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented"
@@ -476,11 +383,19 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
     return demo
 
 
-def create(settings: Settings | None = None) -> gr.Blocks:
-    """The app on its defaults: settings, graders and store, then the page."""
-    from interviewer.interview.store import DATABASE_FILE
+def history_frames(history: History) -> tuple[Any, Any, Any, Any]:
+    """The history as the sidebar shows it: the table, the two charts' frames, the weakest topics."""
+    import pandas as pd
 
-    settings = settings or Settings()
-    graders = Graders(settings)
-    store = Store(settings.home / DATABASE_FILE).open()
-    return build(Handlers(settings, graders, store), secret=browser_secret(settings.home))
+    table = [[r.id, r.status, r.mode, r.lang, r.plan, f"{r.answered}/{r.questions}", r.overall] for r in history.rows()]
+    overall = pd.DataFrame(history.overall_over_time(), columns=["started", "overall", "plan"])
+    topics = pd.DataFrame(history.topic_history(), columns=["session_id", "started", "topic", "score"])
+    topics["started"] = pd.to_datetime(topics["started"])
+    weakest = [list(row) for row in history.weakest_topics()]
+    return table, overall, topics, weakest
+
+
+def create(services: Services | None = None) -> gr.Blocks:
+    """The app on its defaults (or the given services): the page and its handlers."""
+    services = services or Services(Settings())
+    return build(Handlers(services), secret=browser_secret(services.settings.home))

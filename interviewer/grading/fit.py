@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from interviewer.faces.batch import Graders
 from interviewer.grading import metrics
 from interviewer.grading.calibration import fit, fit_reference
 from interviewer.grading.reading import Answer
+from interviewer.services import Services
 from interviewer.settings import Settings
 
 
@@ -33,14 +33,14 @@ def held_out_predictions(groups: list[Any], train: Callable[[list[int]], Any], p
     return predicted
 
 
-def rubric(graders: Graders, path: Path) -> None:
+def rubric(services: Services, path: Path) -> None:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     features = []
     for row in rows:
-        question = graders.bank.get(row["question_id"])
-        answer = Answer.read(row["answer"], graders.segmenter)
-        compiled = graders.offline._compile(question.id, tuple(question.criteria))
-        features.append(graders.offline.analyse(answer, compiled)[1])
+        question = services.bank.get(row["question_id"])
+        answer = Answer.read(row["answer"], services.segmenter)
+        compiled = services.offline_grader._compile(question.id, tuple(question.criteria))
+        features.append(services.offline_grader.analyse(answer, compiled)[1])
     scores = [float(r["score"]) for r in rows]
     predicted = held_out_predictions(
         [r["question_id"] for r in rows],
@@ -59,12 +59,12 @@ def rubric(graders: Graders, path: Path) -> None:
     )
 
 
-def reference(graders: Graders, path: Path) -> None:
+def reference(services: Services, path: Path) -> None:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     vectors, scores, groups = [], [], []
     for row in rows:
         refs = [row[k] for k in ("reference", "reference1", "reference2", "reference3") if str(row.get(k) or "").strip()]
-        vectors.append(graders.reference.best_features(row["answer"], refs, row.get("question", "")).vector())
+        vectors.append(services.reference_grader.best_features(row["answer"], refs, row.get("question", "")).vector())
         scores.append(float(row["score"]))
         groups.append(row.get("q_id") or row.get("question"))
     x, y = np.array(vectors), np.array(scores)
@@ -84,10 +84,10 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 2
-    graders = Graders(Settings())
-    rubric(graders, Path(argv[0]))
+    services = Services(Settings())
+    rubric(services, Path(argv[0]))
     if len(argv) > 1:
-        reference(graders, Path(argv[1]))
+        reference(services, Path(argv[1]))
     return 0
 
 

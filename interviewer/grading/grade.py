@@ -8,9 +8,11 @@ and compared later.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from interviewer.content.rubric import FollowUp, Lang, Question
 
 Flag = Literal[
     "empty",  # nothing to grade
@@ -25,6 +27,10 @@ Flag = Literal[
     "skipped",  # the candidate chose to skip
     "llm-fallback",  # the model failed and the offline grader graded this turn
 ]
+
+
+NOTHING_TO_GRADE: frozenset[Flag] = frozenset({"empty", "no-knowledge", "gibberish"})
+"""Flags of an answer with nothing in it to judge: no model is asked, no follow-up probes it."""
 
 
 class MisconceptionFound(BaseModel):
@@ -81,3 +87,13 @@ class Grade(BaseModel):
     dropped_quotes: int = Field(default=0, description="Evidence quotes the model gave that are not in the answer.")
     usage: dict[str, int] | None = Field(default=None, description="Tokens used (prompt, completion, total).")
     latency_ms: float | None = Field(default=None, description="Time spent in model calls for this grade.")
+
+
+class RubricGrader(Protocol):
+    """What the interview needs of a grader: the offline grader and the model grader both are one."""
+
+    name: str
+
+    def grade(self, question: Question, answer: str, lang: Lang | None = None) -> Grade: ...
+
+    def grade_followup(self, question: Question, followup: FollowUp, answer: str, lang: Lang | None = None) -> Grade: ...

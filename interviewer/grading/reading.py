@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from interviewer.grading.vocabulary import CONTRAST, NEGATION, NO_KNOWLEDGE, NOT_NEGATIONS, QUANTITY, RELATION, STEERING, SUPPOSITION
 from interviewer.retrieval.segment import CLAIM_WORDS, STOPWORDS, TERM_PREFIX, Segmenter, normalise
 
 GRADING_LIMIT = 20_000  # characters read; a longer paste is graded on its beginning and flagged
@@ -21,13 +22,6 @@ GRADING_LIMIT = 20_000  # characters read; a longer paste is graded on its begin
 # full stop only when followed by a space or the end (so 1.5, e.g. and file.md stay whole).
 _SENTENCE = re.compile(r"(?:[^。！？!?；;\n.]|\.(?!\s|$)|(?<=e\.g)\.|(?<=i\.e)\.)+(?:[。！？!?；;]|(?<!e\.g)(?<!i\.e)\.(?=\s|$))?")
 _CLAUSE = re.compile(r"(?:[^，,、：:。！？!?；;\n]|(?<=\d)[:,](?=\d))+")  # "3:1" and "2,000" stay whole
-# A contrast inside a clause starts a new one: "ZeRO-2 shards gradients while every GPU keeps all
-# parameters", "低于拐点是访存受限而高于拐点是计算受限". 而 inside a word (而是, 从而 …) or after a
-# change ("随规模增大而变长") is no contrast.
-_CONTRAST = re.compile(
-    r"\s+(?=(?:while|whereas|but)\s)|(?<!不)(?=但)|(?=然而)|(?<![从因进然反继加大少小高低升降长多快慢])(?=而(?![是且言已不非]))",
-    re.IGNORECASE,
-)
 _LIST_SPLIT = re.compile(r"[，,、/／;；]|→|->|\+")
 # Words set apart by spaces are a list too: Chinese words with spaces between them ("优化器状态 梯度
 # 参数"; prose puts spaces only around English words), or six or more English words without a single
@@ -36,73 +30,10 @@ _HAN_GAP = re.compile(r"[\u4e00-\u9fff]\s+[\u4e00-\u9fff]")
 _ENGLISH_WORD = re.compile(r"[A-Za-z][\w.+-]*")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
-_QUANTITY = re.compile(
-    r"(?<![A-Za-z0-9\-_.])\d+(\.\d+)?\s*(%|倍|x|×|字节|bytes?|gb|mb|kb|tb|ms|µs|us|s\b|秒|分钟|个|次|路|way|cycles?|周期|Ψ|ψ)",
-    re.IGNORECASE,
-)
-
-# Text addressed to the grader rather than the interviewer. Such sentences are removed before
-# grading, so they can neither earn nor cost points, and the grade is flagged.
-_STEERING = re.compile(
-    r"(ignore|disregard|forget)\s+(all\s+|the\s+|your\s+|any\s+|previous\s+|above\s+)*(rubric|instruction|rule|prompt|criteria)"
-    r"|full\s+marks|perfect\s+score|give\s+(me|this\s+answer|this)\s+(a\s+)?(10|ten|100)"
-    r"|\b(system|assistant|grader)\s*[:：]"
-    r"|\bscore\s*[=:：]\s*\d"
-    r"|you\s+are\s+(now\s+)?(a|the)\s+(grader|judge|evaluator)"
-    r"|忽略.{0,12}(评分|规则|标准|指令|以上|之前|rubric)|给(我|这个回答|本回答)?(打)?满分|满分\s*10|打\s*10\s*分|评分\s*[=:：]\s*\d"
-    r"|你(现在)?是(评分|打分)"
-    # asking for a score for this answer, or telling someone it deserves one
-    r"|\b(rate|score|grade|mark|award|assign|give)\b[^.\n]{0,30}\b(this|my|the)\s+(answer|response|reply|submission)\b[^.\n]{0,40}"
-    r"\b(10|ten|full|maximum|max|highest|top|perfect)\b"
-    r"|\b(this|my)\s+(answer|response|reply|submission)\b[^.\n]{0,40}\b(deserves|merits|earns|should\s+(get|receive|be\s+given))\b"
-    r"[^.\n]{0,30}\b(10|ten|full|maximum|highest|top|perfect)\b"
-    r"|\b(rate|score|grade|mark)\w*\s+(it|this|me)\s+(a\s+)?(10|ten)\b|\b10\s+out\s+of\s+10\b"
-    r"|\b(note|message|instruction)s?\s+(to|for)\s+the\s+(grader|evaluator|judge|assessor|marker|model)"
-    r"|\bas\s+an?\s+(ai|llm|language\s+model)\b[^.\n]{0,20}\b(grader|evaluator|judge)"
-    r"|\[/?inst\]|<\|?/?(system|im_start|im_end|assistant)\|?>|\"(score|grade)\"\s*:\s*\d"
-    r"|评分(系统|者|员|模型|程序|老师)|(应|应该|请|直接|必须)(给|打|得|给出|评|判)[^，。,.]{0,6}(10|十|满|最高)\s*分"
-    r"|(忘掉|忘记|无视|不要管|不用管|跳过)[^，。,.]{0,12}(评分|标准|规则|指令|要求|rubric)",
-    re.IGNORECASE,
-)
-_NO_KNOWLEDGE = re.compile(
-    r"^\W*(我)?(真的)?(不知道|不清楚|不会|不了解|不太了解|没了解过|没接触过|不懂|不记得了?|答不上来|跳过|pass)"
-    r"|^\W*(i\s+)?(really\s+)?(don'?t|do\s+not)\s+(know|remember|have\s+(any\s+)?idea)|^\W*(no\s+idea|not\s+sure|idk|skip|pass)\b",
-    re.IGNORECASE,
-)
-# Words that turn a statement into an explanation: cause, mechanism, quantity, contrast.
-_RELATION = re.compile(
-    r"因为|所以|因此|导致|使得|从而|通过|由于|为了|否则|如果|那么|只有|才|而是|但是|不过|相当于|取决于|意味着|每|约|倍|比|先|再|然后|之后|之前|同时|等于|需要|会|可以|把|将|用"
-    r"|\b(because|so|since|therefore|thus|hence|by|via|which|means|each|per|every|only|instead|while|when|then|before|after"
-    r"|unless|if|otherwise|so that|needs?|requires?|depends?|equals?|about|roughly|times|than|uses?)\b",
-    re.IGNORECASE,
-)
-_NEGATION = re.compile(
-    # 不 before anything but the words where it is no negation (不同 different, 不少 many, 不断 …);
-    # 不同步 is "not in sync". Questions and idioms (要不要, 差不多) are removed first.
-    r"(?:完全|截然|根本|本质上?)不同|不(?:同步|(?![同少断过仅但久足管论]))|并非|没|无法|(?<![区分级差识特类告个])别"
-    r"|而不是|误区|误解|错的|以为|有人说|无(?![缝论])(?=[\u4e00-\u9fff])"
-    # 错误 as a verdict ("这是错误的", "说法错误"), not the noun ("ECC 错误", "Xid 错误会导致…")
-    r"|(?:是|说法|观点|理解)错误|错误(?=的|[，。,.;；！!]|$)"
-    r"|\b(not|no|never|without|no longer|isn'?t|aren'?t|doesn'?t|don'?t|won'?t|cannot|can'?t"
-    r"|myth|misconception|wrong|mistaken?|rather than|instead of)\b",
-    re.IGNORECASE,
-)
-
-# Not negations: questions (要不要), idioms (差不多), "not only" (不只是 …, it adds), and "does not
-# mean it won't" (不代表不会), which denies nothing.
-_NOT_NEGATIONS = re.compile(
-    r"要不要|是不是|能不能|会不会|行不行|对不对|差不多|大不了|不只是|不仅仅|不仅|不止|不光|不单|不但|(?:不代表|不意味着|不等于)不会"
-    r"|\bnot only\b",
-    re.IGNORECASE,
-)
 
 
 def count_negations(text: str) -> int:
-    return len(_NEGATION.findall(_NOT_NEGATIONS.sub("", text)))
-
-
-# A clause that only supposes something ("如果 TP 跨节点", "if TP spanned nodes") asserts nothing.
-_SUPPOSITION = re.compile(r"^\W*(如果|假如|假设|假若|要是|倘若|万一|if\b|suppose\b|supposing\b|assuming\b|imagine\b)", re.IGNORECASE)
+    return len(NEGATION.findall(NOT_NEGATIONS.sub("", text)))
 
 
 @dataclass(frozen=True)
@@ -124,7 +55,7 @@ class Unit:
     def explanatory(self) -> bool:
         """Says something about the terms, rather than only naming them."""
         words = [t for t in self.tokens if not t.startswith(TERM_PREFIX)]
-        has_relation = bool(_RELATION.search(self.text)) or bool(_QUANTITY.search(self.text))
+        has_relation = bool(RELATION.search(self.text)) or bool(QUANTITY.search(self.text))
         if not (len(self.tokens) >= 5 and len(words) >= 2 and has_relation):
             return False
         return not self.is_list
@@ -144,7 +75,7 @@ class Unit:
     @cached_property
     def supposed(self) -> bool:
         """The unit opens with "if" or "suppose": what it says is a hypothesis, not a claim."""
-        return bool(_SUPPOSITION.search(self.text))
+        return bool(SUPPOSITION.search(self.text))
 
 
 @dataclass(frozen=True)
@@ -230,7 +161,7 @@ def _list_parts(text: str) -> list[str]:
 
 def _contrasted(clause: str) -> Iterator[tuple[int, str]]:
     """The parts of a clause split at its contrasts, each with its offset, stripped."""
-    cuts = [0, *(m.start() for m in _CONTRAST.finditer(clause) if m.start() > 0), len(clause)]
+    cuts = [0, *(m.start() for m in CONTRAST.finditer(clause) if m.start() > 0), len(clause)]
     for begin, end in itertools.pairwise(cuts):
         piece = clause[begin:end]
         if piece.strip():
@@ -271,7 +202,7 @@ class Answer:
             if not stripped:
                 continue
             start = match.start() + raw.index(stripped)
-            if _STEERING.search(stripped):
+            if STEERING.search(stripped):
                 answer.steering.append(stripped)
                 continue
             sentence = answer._unit(start, stripped)
@@ -287,7 +218,7 @@ class Answer:
             answer.flags.append("steering-attempt")
         if not answer.sentences:  # only punctuation, symbols or instructions to the grader
             answer.flags.append("empty")
-        if _NO_KNOWLEDGE.search(body.strip()) and len(body.strip()) < 60:
+        if NO_KNOWLEDGE.search(body.strip()) and len(body.strip()) < 60:
             answer.flags.append("no-knowledge")
         return answer
 

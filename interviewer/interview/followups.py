@@ -11,23 +11,29 @@ follow-up, stops at the cap, and moves on at once after "I don't know" or an emp
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Literal
 
-from interviewer.content.rubric import FollowUp, Lang, Question
-from interviewer.grading.grade import Grade
+from pydantic import BaseModel, ConfigDict, Field
+
+from interviewer.content.rubric import FollowUp, Question
+from interviewer.grading.grade import NOTHING_TO_GRADE, Grade
 
 DEFAULT_MAX_FOLLOWUPS = 2
-_NOTHING_TO_PROBE = {"empty", "no-knowledge", "gibberish"}
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(BaseModel):
+    """What the interviewer does after a graded turn, as stored with that turn."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     action: Literal["ask", "move-on"]
     reason: str
-    followup: FollowUp | None = None
-    text: str | None = None  # the follow-up question in the interview's language
-    aims_at: list[str] = field(default_factory=list)  # criterion ids
+    followup: str | None = None  # the id of the follow-up to ask
+    aims_at: list[str] = Field(default_factory=list)  # criterion ids
+    wording: str | None = None  # the model's wording of that follow-up, once the model has worded it
+
+    def followup_of(self, question: Question) -> FollowUp | None:
+        return next((f for f in question.followups if f.id == self.followup), None)
 
 
 def shortfalls(grade: Grade) -> list[tuple[float, str]]:
@@ -44,27 +50,26 @@ def choose(
     question: Question,
     grade: Grade,
     asked: Sequence[str],
-    lang: Lang,
     max_followups: int = DEFAULT_MAX_FOLLOWUPS,
 ) -> Decision:
     """The next step after ``grade``, given the follow-up ids already asked for this question."""
     if len(asked) >= max_followups:
-        return Decision("move-on", f"follow-up cap of {max_followups} reached")
-    if _NOTHING_TO_PROBE & set(grade.flags):
-        return Decision("move-on", "nothing in the answer to follow up on")
+        return Decision(action="move-on", reason=f"follow-up cap of {max_followups} reached")
+    if NOTHING_TO_GRADE & set(grade.flags):
+        return Decision(action="move-on", reason="nothing in the answer to follow up on")
     remaining = [f for f in question.followups if f.id not in asked]
     if not remaining:
-        return Decision("move-on", "every follow-up has been asked")
+        return Decision(action="move-on", reason="every follow-up has been asked")
     probed = {target for f in question.followups if f.id in asked for target in f.targets}
     for _, criterion_id in shortfalls(grade):
         if criterion_id in probed:
             continue
         for followup in remaining:
             if criterion_id in followup.targets:
-                return _ask(followup, lang, f"aims at '{criterion_id}', which the answer missed or got wrong")
+                return _ask(followup, f"aims at '{criterion_id}', which the answer missed or got wrong")
     deeper = sorted(remaining, key=lambda f: (not f.from_seed, question.followups.index(f)))
-    return _ask(deeper[0], lang, "the gaps are covered or probed: going deeper")
+    return _ask(deeper[0], "the gaps are covered or probed: going deeper")
 
 
-def _ask(followup: FollowUp, lang: Lang, reason: str) -> Decision:
-    return Decision("ask", reason, followup, followup.question.get(lang), list(followup.targets))
+def _ask(followup: FollowUp, reason: str) -> Decision:
+    return Decision(action="ask", reason=reason, followup=followup.id, aims_at=list(followup.targets))

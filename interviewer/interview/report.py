@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interviewer.grading.grade import Grade
-from interviewer.interview.session import Session
+from interviewer.interview.state import SessionState, topic_means
 
 TEXT = {
     "zh": {
@@ -75,42 +75,35 @@ class Report:
     plan: list[tuple[str, float, list[str]]]  # (question id, score, passages to read)
 
 
-def build(session: Session, titles: dict[str, str] | None = None) -> Report:
-    bank = session.bank
-    lang = session.lang
-    scores = session.scores()
-    turns = session.turns()
+def build(state: SessionState) -> Report:
+    bank = state.bank
+    lang = state.lang
+    scores = state.scores
     questions: list[QuestionReport] = []
     for round_score in scores.rounds:
         for q in round_score.questions:
             question = bank.get(q.id)
-            mine = [t for t in turns if t.question_id == q.id and t.kind != "summary"]
-            main = [t for t in mine if t.followup_id is None]
+            mine = [e for e in state.exchanges if e.turn.question_id == q.id]
+            main = [e for e in mine if not e.is_followup]
             last = main[-1] if main else None
             entry = QuestionReport(
                 id=q.id,
                 round=question.round,
-                text=question.question.get(lang),
-                answer=last.answer if last else None,
+                text=last.asked if last else question.question.get(lang),
+                answer=last.turn.answer if last else None,
                 score=q.score,
-                grade=Grade.model_validate(last.grade) if last and last.grade else None,
+                grade=last.turn.grade if last else None,
             )
             for followup in question.followups:
-                asked = [t for t in mine if t.followup_id == followup.id]
+                asked = [e for e in mine if e.turn.followup_id == followup.id]
                 if asked:
-                    t = asked[-1]
-                    entry.followups.append((followup.question.get(lang), t.answer, Grade.model_validate(t.grade) if t.grade else None))
+                    e = asked[-1]
+                    entry.followups.append((e.asked, e.turn.answer, e.turn.grade))
             questions.append(entry)
-    by_topic: dict[str, list[float]] = {}
-    for answered in questions:
-        if answered.score is not None:
-            for topic in bank.get(answered.id).topics:
-                by_topic.setdefault(topic, []).append(answered.score)
-    topics = sorted(((t, round(sum(v) / len(v), 1)) for t, v in by_topic.items()), key=lambda item: (item[1], item[0]))
     weak = sorted((r for r in questions if r.score is not None and r.score < 8), key=lambda r: (r.score or 0.0, r.id))
     plan = [(r.id, r.score or 0.0, bank.get(r.id).references[:3]) for r in weak]
-    rounds = [(next(r.title.get(lang) for r in bank.rounds if r.number == rs.round), rs.score) for rs in scores.rounds]
-    return Report(session.id, lang, scores.overall, rounds, topics, questions, plan)
+    rounds = [(state.round_title(rs.round), rs.score) for rs in scores.rounds]
+    return Report(state.id, lang, scores.overall, rounds, topic_means(scores, bank), questions, plan)
 
 
 def _score(value: float | None) -> str:

@@ -23,7 +23,6 @@ class Schedule:
     interval_days: float = 0.0
     due_at: float = 0.0
     last_quality: int | None = None
-    last_score: float | None = None  # 0-1 share of the criterion's scale
 
 
 def quality(score: int, max_score: int) -> int:
@@ -46,5 +45,4 @@ def review(previous: Schedule, q: int, now: float) -> Schedule:
         interval_days=interval,
         due_at=now + interval * DAY,
         last_quality=q,
-        last_score=None,
     )

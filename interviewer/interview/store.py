@@ -16,9 +16,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import ValidationError
+
+from interviewer.content.rubric import Lang
 from interviewer.errors import InterviewerError
+from interviewer.grading.grade import Grade
+from interviewer.interview.followups import Decision
+from interviewer.interview.plan import Plan
+from interviewer.interview.schedule import Schedule, review
 
 DATABASE_FILE = "sessions.db"
 
@@ -96,60 +103,128 @@ def _reviews(db: sqlite3.Connection) -> None:
     )
 
 
+# What the web app and the terminal showed when a model's follow-up failed, before typed turns: the
+# notice was saved in front of the scripted question as if the model had worded it (0003 drops it).
+_OLD_FALLBACK_NOTICES = ("（模型追问失败，改用题库追问。）", "(The model could not phrase the follow-up; here is the scripted one.)")
+
+
+def _typed_turns(db: sqlite3.Connection) -> None:
+    """Each answered turn records the words it was asked with (``asked``, ``asked_by``); a decision
+    keeps the model's wording of the follow-up it chose as ``wording``; reviews lose ``last_score``.
+
+    Old follow-up turns asked in the model's words get those words from the decision of the turn
+    before them; every other old turn was asked in the bank's words, which ``asked`` NULL means."""
+    db.execute("ALTER TABLE turns ADD COLUMN asked TEXT")
+    db.execute("ALTER TABLE turns ADD COLUMN asked_by TEXT CHECK (asked_by IN ('bank', 'scripted', 'model'))")
+    db.execute("ALTER TABLE reviews DROP COLUMN last_score")
+    previous: dict[tuple[str, str | None], dict[str, Any]] = {}
+    rows = db.execute("SELECT id, session_id, kind, question_id, followup_id, attempt, decision FROM turns ORDER BY session_id, seq")
+    for turn_id, session_id, kind, question_id, followup_id, attempt, decision_json in rows.fetchall():
+        decision = json.loads(decision_json) if decision_json else None
+        if decision is not None:
+            text = decision.pop("text", None)
+            if isinstance(text, str) and text.strip() and not text.startswith(_OLD_FALLBACK_NOTICES):
+                decision["wording"] = text.strip()
+            decision.setdefault("aims_at", [])
+            db.execute("UPDATE turns SET decision = ? WHERE id = ?", (json.dumps(decision, ensure_ascii=False), turn_id))
+        if kind != "summary" and question_id is not None:
+            asked, asked_by = None, "bank" if followup_id is None else "scripted"
+            before = previous.get((session_id, question_id))
+            if followup_id is not None and attempt == 1 and before and before.get("followup") == followup_id and before.get("wording"):
+                asked, asked_by = before["wording"], "model"
+            db.execute("UPDATE turns SET asked = ?, asked_by = ? WHERE id = ?", (asked, asked_by, turn_id))
+            previous[(session_id, question_id)] = decision or {}
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _initial),
     ("0002_review_schedule", _reviews),
+    ("0003_typed_turns", _typed_turns),
 ]
 
+TurnKind = Literal["answer", "skip", "dont-know", "summary"]
+AskedBy = Literal["bank", "scripted", "model"]
 
-@dataclass
+
+@dataclass(frozen=True)
 class Turn:
+    """One stored move of the candidate: an answer, a skip, an "I don't know" or a round's end."""
+
     id: int
     session_id: str
     seq: int
-    kind: str
+    kind: TurnKind
     question_id: str | None
     followup_id: str | None
     round: int | None
     attempt: int
     answer: str | None
+    asked: str | None  # the words the candidate was asked with; None: the bank's, for turns stored before 0003
+    asked_by: AskedBy | None
     asked_at: float | None
     answered_at: float
-    status: str
-    grade: dict[str, Any] | None
+    status: Literal["pending", "graded", "none"]
+    grade: Grade | None
     grader: str | None
     grader_version: str | None
     rubric_version: int | None
     graded_at: float | None
     grading_ms: float | None
-    decision: dict[str, Any] | None
+    decision: Decision | None  # what the interviewer did next
 
 
-@dataclass
+@dataclass(frozen=True)
 class SessionRow:
     id: str
     created_at: float
     updated_at: float
-    status: str
-    mode: str
-    lang: str
-    plan: dict[str, Any]
-    settings: dict[str, Any]
+    status: Literal["active", "finished"]
+    mode: Literal["interview", "practice"]
+    lang: Lang
+    plan: Plan
+    max_followups: int
+    grader: str
     prompt_shown_at: float | None
 
 
 def _turn(row: sqlite3.Row) -> Turn:
     data = dict(row)
-    for key in ("grade", "decision"):
-        data[key] = json.loads(data[key]) if data[key] else None
+    try:
+        data["grade"] = Grade.model_validate_json(data["grade"]) if data["grade"] else None
+        data["decision"] = Decision.model_validate_json(data["decision"]) if data["decision"] else None
+    except ValidationError as exc:
+        raise StoreError(f"turn {data['seq']} of session {data['session_id']} cannot be read ({exc.errors()[0]['msg']})") from None
     return Turn(**data)
 
 
 def _session(row: sqlite3.Row) -> SessionRow:
-    data = dict(row)
-    data["plan"] = json.loads(data["plan"])
-    data["settings"] = json.loads(data["settings"])
-    return SessionRow(**data)
+    plan = json.loads(row["plan"])
+    settings = json.loads(row["settings"])
+    return SessionRow(
+        id=row["id"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        status=row["status"],
+        mode=row["mode"],
+        lang=row["lang"],
+        plan=Plan(plan["kind"], plan["label"], list(plan["questions"])),
+        max_followups=int(settings.get("max_followups", 2)),
+        grader=str(settings.get("grader", "")),
+        prompt_shown_at=row["prompt_shown_at"],
+    )
+
+
+@dataclass(frozen=True)
+class GradeRecord:
+    """Everything that follows from one graded turn, written in one transaction."""
+
+    turn_id: int
+    grade: Grade
+    grading_ms: float
+    decision: Decision | None
+    reviews: list[tuple[str, str, int]]  # (criterion key, question id, SM-2 quality) to move
+    now: float
+    finished: bool  # the session is over once this turn is recorded
 
 
 class Store:
@@ -222,15 +297,15 @@ class Store:
         return [row[0] for row in self.db.execute("SELECT name FROM migrations ORDER BY name")]
 
     # -- sessions ------------------------------------------------------------------------------
-    def create_session(self, mode: str, lang: str, plan: dict[str, Any], settings: dict[str, Any]) -> str:
+    def create_session(self, mode: str, lang: str, plan: Plan, grader: str, max_followups: int, now: float) -> SessionRow:
         session_id = uuid.uuid4().hex[:12]
-        now = time.time()
+        settings = {"grader": grader, "max_followups": max_followups}
         with self.transaction() as db:
             db.execute(
                 "INSERT INTO sessions VALUES (?, ?, ?, 'active', ?, ?, ?, ?, ?)",
-                (session_id, now, now, mode, lang, json.dumps(plan), json.dumps(settings), now),
+                (session_id, now, now, mode, lang, json.dumps(plan.as_dict()), json.dumps(settings), now),
             )
-        return session_id
+        return self.session(session_id)
 
     def session(self, session_id: str) -> SessionRow:
         row = self.db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
@@ -239,11 +314,8 @@ class Store:
         return _session(row)
 
     def sessions(self) -> list[SessionRow]:
+        """Every session, newest first."""
         return [_session(r) for r in self.db.execute("SELECT * FROM sessions ORDER BY created_at DESC")]
-
-    def set_status(self, session_id: str, status: str) -> None:
-        with self.transaction() as db:
-            db.execute("UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?", (status, time.time(), session_id))
 
     def mark_prompt_shown(self, session_id: str, when: float) -> None:
         with self.transaction() as db:
@@ -259,84 +331,133 @@ class Store:
     def add_turn(
         self,
         session_id: str,
-        kind: str,
+        kind: TurnKind,
         question_id: str | None,
         followup_id: str | None,
         round_: int | None,
         answer: str | None,
+        asked: str | None,
+        asked_by: AskedBy | None,
         asked_at: float | None,
+        now: float,
         attempt: int = 1,
-        status: str = "pending",
-        now: float | None = None,
-    ) -> int:
-        """Commit a turn (an answer is durable from here on) and return its id."""
-        now = time.time() if now is None else now
+        status: Literal["pending", "none"] = "pending",
+        finished: bool = False,
+    ) -> Turn:
+        """Commit a turn (an answer is durable from here on). A turn with nothing to grade (a round's
+        end) also restarts the clock, and ``finished`` ends the session, in the same transaction."""
         with self.transaction() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?", (session_id,)).fetchone()[0]
             cursor = db.execute(
-                "INSERT INTO turns (session_id, seq, kind, question_id, followup_id, round, attempt, answer, asked_at,"
-                " answered_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, seq, kind, question_id, followup_id, round_, attempt, answer, asked_at, now, status),
+                "INSERT INTO turns (session_id, seq, kind, question_id, followup_id, round, attempt, answer, asked, asked_by,"
+                " asked_at, answered_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, seq, kind, question_id, followup_id, round_, attempt, answer, asked, asked_by, asked_at, now, status),
             )
-            db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+            shown = ", prompt_shown_at = ?" if status == "none" else ""
+            ended = ", status = 'finished'" if finished else ""
+            values: tuple[Any, ...] = (now, now) if status == "none" else (now,)
+            db.execute(f"UPDATE sessions SET updated_at = ?{shown}{ended} WHERE id = ?", (*values, session_id))
+            row = db.execute("SELECT * FROM turns WHERE id = ?", (cursor.lastrowid,)).fetchone()
+        return _turn(row)
 
-    def record_grade(self, turn_id: int, grade: dict[str, Any], grading_ms: float, decision: dict[str, Any] | None) -> None:
+    def record_grade(self, record: GradeRecord) -> bool:
+        """The grade, the decision, the review schedule and the session's clock, in one transaction.
+
+        Only a turn still pending is recorded: a turn graded meanwhile (another tab, a resume) is
+        left as it is and False is returned, so no grade and no schedule move is applied twice."""
+        grade = record.grade
         with self.transaction() as db:
-            db.execute(
+            cursor = db.execute(
                 "UPDATE turns SET status = 'graded', grade = ?, grader = ?, grader_version = ?, rubric_version = ?,"
-                " graded_at = ?, grading_ms = ?, decision = ? WHERE id = ?",
+                " graded_at = ?, grading_ms = ?, decision = ? WHERE id = ? AND status = 'pending'",
                 (
-                    json.dumps(grade, ensure_ascii=False),
-                    grade.get("grader"),
-                    grade.get("grader_version"),
-                    grade.get("rubric_version"),
-                    time.time(),
-                    grading_ms,
-                    json.dumps(decision, ensure_ascii=False) if decision is not None else None,
-                    turn_id,
+                    grade.model_dump_json(),
+                    grade.grader,
+                    grade.grader_version,
+                    grade.rubric_version,
+                    record.now,
+                    record.grading_ms,
+                    record.decision.model_dump_json() if record.decision is not None else None,
+                    record.turn_id,
                 ),
             )
+            if cursor.rowcount == 0:
+                return False
+            for key, question_id, quality in record.reviews:
+                row = db.execute("SELECT * FROM reviews WHERE key = ?", (key,)).fetchone()
+                previous = _schedule(row) if row is not None else Schedule(key=key, question_id=question_id)
+                _save_schedule(db, review(previous, quality, record.now), record.now)
+            status = "'finished'" if record.finished else "status"
+            db.execute(
+                f"UPDATE sessions SET updated_at = ?, prompt_shown_at = ?, status = {status}"
+                " WHERE id = (SELECT session_id FROM turns WHERE id = ?)",
+                (record.now, record.now, record.turn_id),
+            )
+        return True
 
-    def update_decision(self, turn_id: int, decision: dict[str, Any]) -> None:
+    def record_wording(self, turn_id: int, wording: str) -> None:
+        """The model's wording of the follow-up chosen after this turn (the choice stays the engine's)."""
         with self.transaction() as db:
-            db.execute("UPDATE turns SET decision = ? WHERE id = ?", (json.dumps(decision, ensure_ascii=False), turn_id))
+            row = db.execute("SELECT decision FROM turns WHERE id = ?", (turn_id,)).fetchone()
+            if row is None or not row[0]:
+                return
+            decision = Decision.model_validate_json(row[0]).model_copy(update={"wording": wording})
+            db.execute("UPDATE turns SET decision = ? WHERE id = ?", (decision.model_dump_json(), turn_id))
 
     def turns(self, session_id: str) -> list[Turn]:
         return [_turn(r) for r in self.db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY seq", (session_id,))]
 
-    def pending_turns(self, session_id: str) -> list[Turn]:
-        return [t for t in self.turns(session_id) if t.status == "pending"]
+    def session_with_turns(self, session_id: str) -> tuple[SessionRow, list[Turn]]:
+        """A session and its turns as of one moment (one read transaction)."""
+        with self._lock:
+            self.db.execute("BEGIN")
+            try:
+                return self.session(session_id), self.turns(session_id)
+            finally:
+                self.db.execute("COMMIT")
+
+    def all_turns(self) -> dict[str, list[Turn]]:
+        """Every session's turns in one query, for the history across sessions."""
+        by_session: dict[str, list[Turn]] = {}
+        for row in self.db.execute("SELECT * FROM turns ORDER BY session_id, seq"):
+            by_session.setdefault(row["session_id"], []).append(_turn(row))
+        return by_session
 
     # -- the review schedule (spaced repetition) -------------------------------------------------
-    @staticmethod
-    def _schedule(row: sqlite3.Row) -> Any:
-        from interviewer.interview.schedule import Schedule
-
-        data = dict(row)
-        data.pop("updated_at")
-        return Schedule(**data)
-
-    def review(self, key: str) -> Any:
+    def review(self, key: str) -> Schedule | None:
         row = self.db.execute("SELECT * FROM reviews WHERE key = ?", (key,)).fetchone()
-        return None if row is None else self._schedule(row)
+        return None if row is None else _schedule(row)
 
-    def save_reviews(self, schedules: list[Any]) -> None:
-        with self.transaction() as db:
-            for s in schedules:
-                db.execute(
-                    "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (s.key, s.question_id, s.easiness, s.repetitions, s.interval_days, s.due_at, s.last_quality, s.last_score, time.time()),
-                )
-
-    def reviews(self) -> list[Any]:
+    def reviews(self) -> list[Schedule]:
         """Every scheduled criterion, soonest due first (then hardest: lowest easiness)."""
-        return [self._schedule(r) for r in self.db.execute("SELECT * FROM reviews ORDER BY due_at, easiness")]
+        return [_schedule(r) for r in self.db.execute("SELECT * FROM reviews ORDER BY due_at, easiness")]
 
     def export(self, session_id: str) -> dict[str, Any]:
-        row = self.session(session_id)
+        """A session and all its turns as plain JSON-ready data."""
+        row, turns = self.session_with_turns(session_id)
+        session = {**row.__dict__, "plan": row.plan.as_dict()}
         return {
-            "session": row.__dict__,
-            "turns": [t.__dict__ for t in self.turns(session_id)],
+            "session": session,
+            "turns": [
+                {
+                    **t.__dict__,
+                    "grade": t.grade.model_dump(mode="json") if t.grade else None,
+                    "decision": t.decision.model_dump(mode="json") if t.decision else None,
+                }
+                for t in turns
+            ],
         }
+
+
+def _schedule(row: sqlite3.Row) -> Schedule:
+    data = dict(row)
+    data.pop("updated_at")
+    return Schedule(**data)
+
+
+def _save_schedule(db: sqlite3.Connection, s: Schedule, now: float) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO reviews (key, question_id, easiness, repetitions, interval_days, due_at, last_quality, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (s.key, s.question_id, s.easiness, s.repetitions, s.interval_days, s.due_at, s.last_quality, now),
+    )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -99,16 +98,10 @@ class KnowledgeIndex:
             endpoint = self.settings.endpoint
             if endpoint.api_key is None:
                 raise KnowledgeIndexError("embedding = openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for a non-OpenAI server)")
-            from chromadb.utils.embedding_functions import OpenAIEmbeddingFunction
+            from interviewer.provider import openai_embedding_function
 
-            # Chroma's function reads the key from the environment variable it is given, so
-            # the key is never written into the store's configuration.
-            os.environ.setdefault("OPENAI_API_KEY", endpoint.api_key.get_secret_value())
-            return OpenAIEmbeddingFunction(
-                model_name=self.settings.index.embedding_model,
-                api_base=endpoint.base_url,
-                api_key_env_var="OPENAI_API_KEY",
-            )
+            # the key goes in the request's header only, never into the store's configuration
+            return openai_embedding_function(self.settings)
         raise KnowledgeIndexError(f"unknown embedding '{kind}': use offline or openai")
 
     def signature(self) -> str:

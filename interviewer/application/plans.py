@@ -1,0 +1,41 @@
+"""Choosing what to practise: a plan by name, and the weak-points plan drawn from the history."""
+
+from __future__ import annotations
+
+import time
+
+from interviewer.application.history import History
+from interviewer.content.bank import Bank
+from interviewer.interview.plan import Plan, PlanError, make_plan
+from interviewer.interview.store import Store
+
+WEAK_BELOW = 7.0  # a question whose latest score is under this is a weak point
+WEAK_LIMIT = 5
+
+
+def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT, topic: str | None = None, now: float | None = None) -> Plan:
+    """The questions whose criteria are due for review (spaced repetition), most overdue and
+    hardest first; when nothing is due yet, the questions whose latest score is lowest."""
+    now = time.time() if now is None else now
+    wanted = {q.id for q in bank.questions if topic is None or topic in q.topics}
+    chosen: list[str] = []
+    for schedule in store.reviews():  # sorted by due date, then easiness
+        due = schedule.due_at <= now and schedule.last_quality is not None and schedule.last_quality < 5
+        if due and schedule.question_id in wanted and schedule.question_id not in chosen:
+            chosen.append(schedule.question_id)
+    if not chosen:
+        order = [q.id for q in bank.questions]
+        weak = sorted((score, qid) for qid, score in History(store, bank).latest_scores().items() if score < WEAK_BELOW and qid in wanted)
+        chosen = [qid for _, qid in weak if qid in order]
+    if not chosen:
+        raise PlanError("no weak points yet: sit an interview or a round first" + (f" (topic {topic})" if topic else ""))
+    return Plan("weak", "my weak points" + (f": {topic}" if topic else ""), chosen[:limit])
+
+
+def select_plan(store: Store, bank: Bank, kind: str, value: str | int | None = None) -> Plan:
+    """The plan a face asked for: ``full``; ``round`` N; ``question`` qNN; ``topic`` T; ``weak`` (optionally of topic T)."""
+    if kind == "weak":
+        return weak_plan(store, bank, topic=str(value) if value else None)
+    if kind not in {"full", "round", "question", "topic"}:
+        raise PlanError(f"unknown plan '{kind}': use full, round, question, topic or weak")
+    return make_plan(bank, kind, value)  # type: ignore[arg-type]

@@ -1,0 +1,57 @@
+"""What an interview asks: the plan (the full loop, a round, one question, a topic, weak points)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from interviewer.content.bank import Bank
+from interviewer.errors import InterviewerError
+
+PlanKind = Literal["full", "round", "question", "topic", "weak"]
+
+
+class PlanError(InterviewerError):
+    pass
+
+
+@dataclass(frozen=True)
+class Plan:
+    kind: PlanKind
+    label: str
+    questions: list[str]
+
+    @property
+    def timed(self) -> bool:
+        """A full loop or a round runs against the round's clock and ends with its summary; drills do not."""
+        return self.kind in {"full", "round"}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "label": self.label, "questions": self.questions}
+
+
+def make_plan(bank: Bank, kind: PlanKind = "full", value: str | int | None = None) -> Plan:
+    """A plan from the bank alone (the weak-points plan also needs the history: see application.plans)."""
+    if kind == "full":
+        return Plan("full", "all three rounds", [q.id for q in bank.questions])
+    if kind == "round":
+        try:
+            number = int(value or 0)
+        except ValueError:
+            number = 0
+        questions = [q.id for q in bank.in_round(number)]
+        if not questions:
+            raise PlanError(f"no round {value}: rounds are 1, 2 and 3")
+        return Plan("round", f"round {number}", questions)
+    if kind == "question":
+        try:
+            return Plan("question", f"drill {value}", [bank.get(str(value)).id])
+        except KeyError:
+            raise PlanError(f"no question '{value}' in the bank (q01..q16)") from None
+    if kind == "topic":
+        questions = [q.id for q in bank.questions if str(value) in q.topics]
+        if not questions:
+            topics = sorted({t for q in bank.questions for t in q.topics})
+            raise PlanError(f"no question has topic '{value}'; topics: {', '.join(topics)}")
+        return Plan("topic", f"topic {value}", questions)
+    raise PlanError(f"unknown plan '{kind}': use full, round, question, topic or weak")
