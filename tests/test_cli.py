@@ -187,3 +187,19 @@ def test_sharing_needs_a_login() -> None:
     assert result.exit_code == 1 and "--auth" in result.stderr
     bad = runner.invoke(app, ["serve", "--auth", "nopassword"])
     assert bad.exit_code == 1 and "user:password" in bad.stderr
+
+
+def test_the_bank_command_builds_no_index_no_store_and_no_grader(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from interviewer.grading.offline import OfflineGrader
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("`interviewer bank` built a grader")
+
+    monkeypatch.setattr(OfflineGrader, "__init__", refuse)
+    listed = CliRunner().invoke(app, ["bank", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert len(json.loads(listed.stdout)) == 16
+    home = Path(os.environ["INTERVIEWER_HOME"])
+    assert not (home / "index").exists() and not (home / "sessions.db").exists()

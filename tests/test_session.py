@@ -349,3 +349,25 @@ def test_weak_points_drill_picks_the_lowest_scored_questions(services: Services,
     assert plan.kind == "weak" and plan.questions[0] == "q01"
     drill = engine.start(plan, mode="practice")
     assert drill.prompt.question_id == "q01" and drill.prompt.time_left_s is None
+
+
+def test_a_follow_up_the_model_worded_stays_in_its_words_once_answered(services: Services, engine: Engine, store: Store) -> None:
+    """The transcript, the report and the stored turn show the follow-up as the candidate saw it."""
+    from interviewer.faces.web import Handlers
+    from interviewer.interview import report as reports
+
+    state = engine.start(make_plan(services.bank, "question", "q01"), mode="practice")
+    outcome = engine.submit(state.id, GOOD_Q01)
+    assert outcome.next.kind == "followup" and outcome.next.asked_by == "scripted"
+    worded = "你提到张量并行放在节点内：1024 卡训练 175B 时 t、p、d 各取多少？"
+    engine.record_wording(outcome.state, worded)
+    assert engine.state(state.id).prompt.text == worded and engine.state(state.id).prompt.asked_by == "model"
+    after = engine.submit(state.id, "t=8 在节点内，p=8 跨节点，d=16。").state
+    turn = next(t for t in store.turns(state.id) if t.followup_id)
+    assert (turn.asked, turn.asked_by) == (worded, "model")
+    assert [e.asked for e in after.exchanges if e.is_followup] == [worded]
+    report = reports.markdown(reports.build(after))
+    scripted = next(f for f in services.bank.get("q01").followups if f.id == turn.followup_id).question.zh
+    assert worded in report and scripted not in report
+    view = Handlers(Services(services.settings, store=store)).view(after)
+    assert any(worded in m["content"] for m in view.chat) and not any(scripted in m["content"] for m in view.chat)

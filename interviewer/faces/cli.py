@@ -270,11 +270,10 @@ def interview(
     if resume:
         state = engine.resume(resume)
     else:
-        kind, value = next(
-            (k, v) for k, v in (("weak", None if not weak else ""), ("question", question), ("topic", topic), ("round", round_))
-            if v is not None
-        ) if (weak or question or topic or round_) else ("full", None)  # fmt: skip
-        plan = select_plan(services.store, services.bank, kind, value or None)
+        choices: list[tuple[str, str | int | None]] = [("weak", None), ("question", question), ("topic", topic), ("round", round_)]
+        wanted = [(k, v) for k, v in choices if (weak if k == "weak" else v is not None)]
+        kind, value = wanted[0] if wanted else ("full", None)
+        plan = select_plan(services.store, services.bank, kind, value)
         state = engine.start(
             plan,
             mode=mode,

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from interviewer import prompts
 from interviewer.content.rubric import Criterion, FollowUp, Lang, Question
-from interviewer.grading.grade import CriterionGrade, Grade, MisconceptionFound
+from interviewer.grading.grade import NOTHING_TO_GRADE, CriterionGrade, Grade, MisconceptionFound
 from interviewer.grading.offline import OfflineGrader
 from interviewer.grading.reading import Answer
 from interviewer.provider import LLMError, Message, StructuredCaller, describe_endpoint
@@ -101,7 +101,7 @@ class LLMGrader:
         return answer
 
     def _grade(self, question_text: str, criteria: list[Criterion], references: list[str], answer: str, offline: Grade) -> Grade:
-        if {"empty", "no-knowledge", "gibberish"} & set(offline.flags):
+        if NOTHING_TO_GRADE & set(offline.flags):
             return offline  # nothing for a model to judge
         messages = self.messages(question_text, criteria, references, self.without_steering(answer), offline.lang)
         samples: list[tuple[float, list[CriterionGrade], str, int]] = []

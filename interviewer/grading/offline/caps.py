@@ -5,6 +5,7 @@ criterion with a misconception is held at its lowest non-zero anchor."""
 from __future__ import annotations
 
 from interviewer.grading.calibration import Calibration
+from interviewer.grading.grade import NOTHING_TO_GRADE
 from interviewer.grading.offline.matching import CriterionResult, Features
 from interviewer.grading.reading import Answer
 from interviewer.retrieval.segment import Segmenter
@@ -46,7 +47,7 @@ def echoes(segmenter: Segmenter, answer: Answer, asked: tuple[str, ...]) -> bool
 
 def capped_score(features: Features, calibration: Calibration) -> float:
     """The calibrated score, zero or capped as the answer's flags say."""
-    if {"empty", "no-knowledge", "gibberish"} & set(features.flags):
+    if NOTHING_TO_GRADE & set(features.flags):
         return 0.0
     if {"off-topic", "question-echo"} & set(features.flags):
         return min(OFF_TOPIC_CAP, calibration.score(features))
