@@ -6,7 +6,7 @@ import time
 
 from interviewer.application.history import History
 from interviewer.content.bank import Bank
-from interviewer.interview.plan import Plan, PlanError, make_plan
+from interviewer.interview.plan import Plan, PlanError, PlanKind, make_plan
 from interviewer.interview.store import Store
 
 WEAK_BELOW = 7.0  # a question whose latest score is under this is a weak point
@@ -36,6 +36,7 @@ def select_plan(store: Store, bank: Bank, kind: str, value: str | int | None = N
     """The plan a face asked for: ``full``; ``round`` N; ``question`` qNN; ``topic`` T; ``weak`` (optionally of topic T)."""
     if kind == "weak":
         return weak_plan(store, bank, topic=str(value) if value else None)
-    if kind not in {"full", "round", "question", "topic"}:
+    by_bank: dict[str, PlanKind] = {"full": "full", "round": "round", "question": "question", "topic": "topic"}
+    if kind not in by_bank:
         raise PlanError(f"unknown plan '{kind}': use full, round, question, topic or weak")
-    return make_plan(bank, kind, value)  # type: ignore[arg-type]
+    return make_plan(bank, by_bank[kind], value)

@@ -240,20 +240,16 @@ class SessionState:
         return None
 
     def _question_prompt(self, question: Question, step: FollowUp | Question, index: int, mine: list[Turn]) -> Prompt:
-        if isinstance(step, FollowUp):
+        asked_by: AskedBy = "bank"
+        text, followup_id, answer_format = step.question.get(self.lang), None, question.answer_format
+        if isinstance(step, FollowUp):  # a follow-up, in the model's words once the model has worded it
             wording = mine[-1].decision.wording if mine[-1].decision else None
-            text, asked_by, followup_id, answer_format = (
-                wording or step.question.get(self.lang),
-                "model" if wording else "scripted",
-                step.id,
-                "prose",
-            )
-        else:
-            text, asked_by, followup_id, answer_format = step.question.get(self.lang), "bank", None, question.answer_format
+            asked_by, followup_id, answer_format = ("model" if wording else "scripted"), step.id, "prose"
+            text = wording or text
         return Prompt(
             "followup" if followup_id else "question",
             text,
-            asked_by=asked_by,  # type: ignore[arg-type]
+            asked_by=asked_by,
             round=question.round,
             round_title=self.round_title(question.round),
             question_id=question.id,
