@@ -395,3 +395,32 @@ def test_the_question_read_back_is_no_answer(services: Services, lang: str) -> N
 def test_an_answer_with_nothing_to_grade_scores_zero(services: Services, answer: str, message: str) -> None:
     result = services.offline_grader.grade(services.bank.get("q02"), answer, lang="zh" if "。" in answer else "en")
     assert result.score == 0 and "empty" in result.flags and message in result.feedback
+
+
+def test_grading_in_many_threads_at_once_matches_grading_alone(services: Services) -> None:
+    """The web app grades on worker threads: whatever the graders share must be safe to share
+    (Snowball's stemmer keeps per-word state in its instance)."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from interviewer.retrieval import segment
+
+    segment._stem.cache_clear()  # every word goes through the stemmer again
+    stems = ("schedul", "partition", "collect", "overlapp", "divid", "comput", "generaliz", "communicat", "allocat")
+    suffixes = ("ing", "ed", "es", "ions", "ational", "fulness", "ively")
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    texts = [ANSWERS["plain_en_q02"], ANSWERS["expert_en_q07"]]
+    answers = []
+    for i in range(24):  # each answer brings words of its own, so the threads stem at the same time
+        extra = " ".join(f"{letters[i]}{letters[j]}{stem}{suffix}" for j in range(8) for stem in stems for suffix in suffixes)
+        answers.append(("q02" if i % 2 == 0 else "q07", texts[i % 2] + " " + extra))
+    alone = [grade(services, q, a).model_dump() for q, a in answers]
+    segment._stem.cache_clear()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can, as under load
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            together = list(pool.map(lambda item: grade(services, *item).model_dump(), answers))
+    finally:
+        sys.setswitchinterval(interval)
+    assert together == alone

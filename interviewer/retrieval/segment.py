@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import unicodedata
-from functools import cache, cached_property, lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import jieba
@@ -72,9 +73,16 @@ def zero_optimizer(text: str) -> str:
     return _ZERO_WORD.sub("ZeRO-DP", text) if _HAN.search(text) else text
 
 
-@cache
+_PER_THREAD = threading.local()
+
+
 def _english() -> Any:
-    return snowballstemmer.stemmer("english")
+    """Snowball's stemmer keeps the word it is working on in the instance, so two threads sharing
+    one get each other's stems (or an IndexError): each thread has its own."""
+    stemmer = getattr(_PER_THREAD, "english", None)
+    if stemmer is None:
+        stemmer = _PER_THREAD.english = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 @lru_cache(maxsize=65536)
