@@ -371,3 +371,31 @@ def test_a_follow_up_the_model_worded_stays_in_its_words_once_answered(services:
     assert worded in report and scripted not in report
     view = Handlers(Services(services.settings, store=store)).view(after)
     assert any(worded in m["content"] for m in view.chat) and not any(scripted in m["content"] for m in view.chat)
+
+
+def test_one_move_per_prompt_whatever_the_tabs_do(services: Services, engine: Engine, store: Store) -> None:
+    """Four tabs submit for the prompt they all show at once: one answer is recorded against it, the
+    others are refused and record nothing; a move made on a view that fell behind is refused too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from interviewer.interview.store import StaleMove
+
+    state = engine.start(make_plan(services.bank, "round", 1))
+    shown = state.position
+
+    def tab(n: int) -> str:
+        try:
+            engine.submit(state.id, f"{GOOD_Q01} (tab {n})", at=shown)
+            return "recorded"
+        except (StaleMove, SessionError):
+            return "refused"
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(tab, range(4)))
+    assert sorted(results) == ["recorded", "refused", "refused", "refused"]
+    turns = store.turns(state.id)
+    assert len(turns) == 1 and turns[0].question_id == "q01" and turns[0].followup_id is None and turns[0].status == "graded"
+    with pytest.raises(StaleMove, match="already been answered"):
+        engine.skip(state.id, at=shown)  # a second click on a view from before the answer
+    assert len(store.turns(state.id)) == 1
+    assert engine.skip(state.id, at=engine.state(state.id).position).turn_id  # the current view may move

@@ -24,9 +24,9 @@ def handlers(tmp_path: Path) -> Handlers:
     return Handlers(Services(Settings(home=tmp_path)))
 
 
-def submit(handlers: Handlers, session_id: str, answer: str, code: str = "") -> View:
+def submit(handlers: Handlers, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
     """What the page shows once the submit (and any streamed follow-up) is done."""
-    return list(handlers.answer(session_id, answer, code))[-1]
+    return list(handlers.answer(session_id, answer, code, at=at))[-1]
 
 
 def texts(chat: list[dict[str, str]]) -> str:
@@ -139,3 +139,15 @@ def test_the_rounds_clock_keeps_running_between_events(handlers: Handlers) -> No
     assert "110:0" in handlers.clock(view.session_id) or "109:5" in handlers.clock(view.session_id)
     after = handlers.skip(view.session_id)
     assert "110:0" in after.progress or "109:5" in after.progress  # the time spent on q06 counts
+
+
+def test_a_second_tab_cannot_answer_a_prompt_it_never_showed(handlers: Handlers) -> None:
+    from interviewer.interview.store import StaleMove
+
+    first_tab = handlers.start("round 1", None, None, "interview", "en")
+    second_tab = handlers.resume(first_tab.session_id)
+    after = submit(handlers, first_tab.session_id, GOOD, at=first_tab.position)
+    with pytest.raises(StaleMove):
+        submit(handlers, second_tab.session_id, "an answer typed against the old question", at=second_tab.position)
+    current = handlers.current(second_tab.session_id)
+    assert current.chat == after.chat and current.position == after.position

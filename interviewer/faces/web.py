@@ -29,6 +29,7 @@ from interviewer.interview import report as reports
 from interviewer.interview.engine import Engine
 from interviewer.interview.interviewer import LLMInterviewer
 from interviewer.interview.state import Exchange, Prompt, SessionState, format_clock
+from interviewer.interview.store import StaleMove
 from interviewer.services import Services
 from interviewer.settings import Settings
 
@@ -60,6 +61,7 @@ class View:
     """Everything the page shows after an event."""
 
     session_id: str
+    position: int  # how far the session had gone when this view was made
     chat: list[dict[str, str]]
     progress: str
     feedback: str
@@ -151,12 +153,14 @@ class Handlers:
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
         return self.view(self.engine.resume(session_id.strip()))
 
-    def answer(self, session_id: str, answer: str, code: str = "") -> Iterator[View]:
+    # A move carries ``at``, the position of the view it was made on (a tab's own, kept by the page),
+    # so a second tab or a double click cannot answer a prompt it never showed (StaleMove).
+    def answer(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
         """Submit an answer; the follow-up then comes in as the interviewer words it, view by view."""
         engine = self.engine
         state = self._state(session_id)
         text = _answer_text(answer, code, state.lang)
-        outcome = engine.submit(state.id, text)
+        outcome = engine.submit(state.id, text, at=at)
         view = self.view(outcome.state, latest=outcome.grade if outcome.show_feedback else None)
         yield view
         if not isinstance(self.services.interviewer, LLMInterviewer):
@@ -166,19 +170,23 @@ class Handlers:
             view = replace(view, chat=[*view.chat[:-1], {"role": "assistant", "content": "**↪** " + shown}])
             yield view
 
-    def retry(self, session_id: str, answer: str, code: str = "") -> View:
+    def retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
         state = self._state(session_id)
-        outcome = self.engine.retry(state.id, _answer_text(answer, code, state.lang))
+        outcome = self.engine.retry(state.id, _answer_text(answer, code, state.lang), at=at)
         return self.view(outcome.state, latest=outcome.grade)
 
-    def skip(self, session_id: str) -> View:
-        return self.view(self.engine.skip(self._state(session_id).id).state)
+    def skip(self, session_id: str, at: int | None = None) -> View:
+        return self.view(self.engine.skip(self._state(session_id).id, at=at).state)
 
-    def dont_know(self, session_id: str) -> View:
-        return self.view(self.engine.dont_know(self._state(session_id).id).state)
+    def dont_know(self, session_id: str, at: int | None = None) -> View:
+        return self.view(self.engine.dont_know(self._state(session_id).id, at=at).state)
 
-    def proceed(self, session_id: str) -> View:
-        return self.view(self.engine.proceed(self._state(session_id).id))
+    def proceed(self, session_id: str, at: int | None = None) -> View:
+        return self.view(self.engine.proceed(self._state(session_id).id, at=at))
+
+    def current(self, session_id: str) -> View:
+        """The session as it stands, for a tab whose view fell behind."""
+        return self.view(self._state(session_id))
 
     def clock(self, session_id: str) -> Any:
         """The progress line again, so the round's time left keeps counting down on screen."""
@@ -206,6 +214,7 @@ class Handlers:
             report_md, report_file, report_pdf = reports.markdown(built), str(html_path), str(pdf_path) if pdf_path else None
         return View(
             session_id=state.id,
+            position=state.position,
             chat=chat,
             progress=self._progress(state),
             feedback=feedback_card(latest, state.lang) if latest is not None else "",
@@ -277,6 +286,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
 
     with gr.Blocks(title="AI-Infra mock interview") as demo:
         session_id = gr.BrowserState("", storage_key="interviewer-session", secret=secret)
+        position = gr.State(None)  # this tab's own: how far the session had gone when it last showed it
         with gr.Sidebar():
             gr.Markdown("## AI-Infra mock interview")
             plan = gr.Radio(PLANS, value="full", label="Plan")
@@ -322,11 +332,27 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             download = gr.DownloadButton("Download the report (HTML)", visible=False)
             download_pdf = gr.DownloadButton("Download the report (PDF)", visible=False)
 
-        outputs = [session_id, chat, progress, feedback, code, answer, submit, dont_know, skip, retry, proceed, download, download_pdf]
+        outputs = [
+            session_id,
+            position,
+            chat,
+            progress,
+            feedback,
+            code,
+            answer,
+            submit,
+            dont_know,
+            skip,
+            retry,
+            proceed,
+            download,
+            download_pdf,
+        ]
 
         def show(view: View) -> tuple[Any, ...]:
             return (
                 view.session_id,
+                view.position,
                 view.chat,
                 view.progress,
                 view.report or view.feedback,
@@ -347,6 +373,9 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                     result = handler(*args)
                     for view in [result] if isinstance(result, View) else result:
                         yield show(view)
+                except StaleMove as exc:  # another tab or a second click moved first: show where things are
+                    gr.Warning(str(exc))
+                    yield show(handlers.current(args[0]))
                 except InterviewerError as exc:
                     raise gr.Error(str(exc)) from None
 
@@ -359,11 +388,11 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").then(
             refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented"
         )
-        submit.click(guarded(handlers.answer), [session_id, answer, code], outputs, api_name="submit")
-        retry.click(guarded(handlers.retry), [session_id, answer, code], outputs, api_name="retry")
-        skip.click(guarded(handlers.skip), [session_id], outputs, api_name="skip")
-        dont_know.click(guarded(handlers.dont_know), [session_id], outputs, api_name="dont_know")
-        proceed.click(guarded(handlers.proceed), [session_id], outputs, api_name="next_round")
+        submit.click(guarded(handlers.answer), [session_id, answer, code, position], outputs, api_name="submit")
+        retry.click(guarded(handlers.retry), [session_id, answer, code, position], outputs, api_name="retry")
+        skip.click(guarded(handlers.skip), [session_id, position], outputs, api_name="skip")
+        dont_know.click(guarded(handlers.dont_know), [session_id, position], outputs, api_name="dont_know")
+        proceed.click(guarded(handlers.proceed), [session_id, position], outputs, api_name="next_round")
         resume.click(guarded(handlers.resume), [resume_id], outputs, api_name="resume")
         gr.Timer(15).tick(handlers.clock, [session_id], progress, api_visibility="undocumented", queue=False)
         check.click(handlers.check_model, [model_url, model_name, model_key], [check_result, progress, model_key], api_name="check_model")

@@ -21,7 +21,7 @@ from interviewer.interview.followups import Decision, choose
 from interviewer.interview.plan import Plan
 from interviewer.interview.schedule import quality
 from interviewer.interview.state import GAVE_UP, Prompt, SessionState
-from interviewer.interview.store import GradeRecord, Store, Turn, TurnKind
+from interviewer.interview.store import GradeRecord, StaleMove, Store, Turn, TurnKind
 
 TIME_UP = {"zh": "本轮时间已到，进入下一题。", "en": "Time is up for this round; moving on."}
 
@@ -87,18 +87,20 @@ class Engine:
         return self.state(session_id)
 
     # -- the candidate's moves ---------------------------------------------------------------------
-    def submit(self, session_id: str, answer: str) -> Outcome:
-        return self._answer(self.state(session_id), "answer", answer)
+    # Each move may name the position (``SessionState.position``) of the view it was made on; a
+    # move made on a view that is no longer current is refused with StaleMove and records nothing.
+    def submit(self, session_id: str, answer: str, at: int | None = None) -> Outcome:
+        return self._answer(self._current(session_id, at), "answer", answer)
 
-    def skip(self, session_id: str) -> Outcome:
-        return self._answer(self.state(session_id), "skip", None)
+    def skip(self, session_id: str, at: int | None = None) -> Outcome:
+        return self._answer(self._current(session_id, at), "skip", None)
 
-    def dont_know(self, session_id: str) -> Outcome:
-        return self._answer(self.state(session_id), "dont-know", None)
+    def dont_know(self, session_id: str, at: int | None = None) -> Outcome:
+        return self._answer(self._current(session_id, at), "dont-know", None)
 
-    def retry(self, session_id: str, answer: str) -> Outcome:
+    def retry(self, session_id: str, answer: str, at: int | None = None) -> Outcome:
         """Practice mode: answer the last answered prompt again, as a new attempt."""
-        state = self.state(session_id)
+        state = self._current(session_id, at)
         if state.mode != "practice":
             raise SessionError("retries are for practice mode; in an interview you answer once")
         last = state.last_answered()
@@ -108,20 +110,20 @@ class Engine:
         asked = next(e.asked for e in reversed(state.exchanges) if e.turn.id == last.id)
         turn = self.store.add_turn(
             state.id, "answer", last.question_id, last.followup_id, last.round, answer, asked, last.asked_by,
-            state.row.prompt_shown_at, self.clock(), attempt=attempt,
+            state.row.prompt_shown_at, self.clock(), attempt=attempt, after_seq=state.position,
         )  # fmt: skip
         return self._after(state, turn)
 
-    def proceed(self, session_id: str) -> SessionState:
+    def proceed(self, session_id: str, at: int | None = None) -> SessionState:
         """Continue after a round's summary."""
-        state = self.state(session_id)
+        state = self._current(session_id, at)
         prompt = state.prompt
         if prompt.kind != "round-summary":
             raise SessionError("there is no round summary to continue from")
         last_round = prompt.number >= len(state.plan.questions)
         self.store.add_turn(
             state.id, "summary", None, None, prompt.round, None, None, None, state.row.prompt_shown_at, self.clock(),
-            status="none", finished=last_round,
+            status="none", finished=last_round, after_seq=state.position,
         )  # fmt: skip
         return self.state(session_id)
 
@@ -131,6 +133,12 @@ class Engine:
         turn = state.decision_turn()
         if turn is not None and wording.strip():
             self.store.record_wording(turn.id, wording.strip())
+
+    def _current(self, session_id: str, at: int | None) -> SessionState:
+        state = self.state(session_id)
+        if at is not None and at != state.position:
+            raise StaleMove()
+        return state
 
     # -- grading and what follows ------------------------------------------------------------------
     def _answer(self, state: SessionState, kind: TurnKind, answer: str | None) -> Outcome:
@@ -143,7 +151,7 @@ class Engine:
             raise SessionError("the last answer is still being graded: wait a moment")
         turn = self.store.add_turn(
             state.id, kind, prompt.question_id, prompt.followup_id, prompt.round, answer, prompt.text, prompt.asked_by,
-            state.row.prompt_shown_at, self.clock(),
+            state.row.prompt_shown_at, self.clock(), after_seq=state.position,
         )  # fmt: skip
         return self._after(state, turn)
 

@@ -155,6 +155,12 @@ class SessionState:
         return self.row.plan
 
     @property
+    def position(self) -> int:
+        """How far the session has gone: the number of its last turn. A move names the position it
+        was made at, so it cannot land on a prompt the candidate never saw."""
+        return self.turns[-1].seq if self.turns else 0
+
+    @property
     def finished(self) -> bool:
         return self.prompt.kind == "end"
 

@@ -34,6 +34,13 @@ class StoreError(InterviewerError):
     pass
 
 
+class StaleMove(StoreError):
+    """A move made on a view of the session that is no longer current (another tab, a double click)."""
+
+    def __init__(self) -> None:
+        super().__init__("this prompt has already been answered (in another tab, or by a second click); here is where the interview is now")
+
+
 def _run(db: sqlite3.Connection, script: str) -> None:
     """Statement by statement: ``executescript`` would commit the migration's transaction."""
     for statement in script.split(";"):
@@ -343,11 +350,18 @@ class Store:
         attempt: int = 1,
         status: Literal["pending", "none"] = "pending",
         finished: bool = False,
+        after_seq: int | None = None,
     ) -> Turn:
         """Commit a turn (an answer is durable from here on). A turn with nothing to grade (a round's
-        end) also restarts the clock, and ``finished`` ends the session, in the same transaction."""
+        end) also restarts the clock, and ``finished`` ends the session, in the same transaction.
+
+        With ``after_seq``, the turn is refused (:class:`StaleMove`) unless the session's last turn
+        is still that one: a move answers the prompt it was made on, or none."""
         with self.transaction() as db:
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?", (session_id,)).fetchone()[0]
+            last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM turns WHERE session_id = ?", (session_id,)).fetchone()[0]
+            if after_seq is not None and last != after_seq:
+                raise StaleMove()
+            seq = last + 1
             cursor = db.execute(
                 "INSERT INTO turns (session_id, seq, kind, question_id, followup_id, round, attempt, answer, asked, asked_by,"
                 " asked_at, answered_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
