@@ -17,15 +17,16 @@ def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT, topic: str | No
     """The questions whose criteria are due for review (spaced repetition), most overdue and
     hardest first; when nothing is due yet, the questions whose latest score is lowest."""
     now = time.time() if now is None else now
+    past = History(store, bank)
     wanted = {q.id for q in bank.questions if topic is None or topic in q.topics}
     chosen: list[str] = []
-    for schedule in store.reviews():  # sorted by due date, then easiness
+    for schedule in past.schedules:  # sorted by due date, then easiness
         due = schedule.due_at <= now and schedule.last_quality is not None and schedule.last_quality < 5
         if due and schedule.question_id in wanted and schedule.question_id not in chosen:
             chosen.append(schedule.question_id)
     if not chosen:
         order = [q.id for q in bank.questions]
-        weak = sorted((score, qid) for qid, score in History(store, bank).latest_scores().items() if score < WEAK_BELOW and qid in wanted)
+        weak = sorted((score, qid) for qid, score in past.latest_scores().items() if score < WEAK_BELOW and qid in wanted)
         chosen = [qid for _, qid in weak if qid in order]
     if not chosen:
         raise PlanError("no weak points yet: sit an interview or a round first" + (f" (topic {topic})" if topic else ""))

@@ -36,7 +36,7 @@ class Outcome:
 
     turn_id: int
     grade: Grade
-    decision: Decision | None
+    decision: Decision
     state: SessionState  # after the move
     notices: list[str] = field(default_factory=list)
 
@@ -159,7 +159,7 @@ class Engine:
         grade, decision, notices = self._grade_and_record(before, turn)
         return Outcome(turn.id, grade, decision, self.state(before.id), notices)
 
-    def _grade_and_record(self, state: SessionState, turn: Turn) -> tuple[Grade, Decision | None, list[str]]:
+    def _grade_and_record(self, state: SessionState, turn: Turn) -> tuple[Grade, Decision, list[str]]:
         assert turn.question_id is not None
         question = self.bank.get(turn.question_id)
         followup = next((f for f in question.followups if f.id == turn.followup_id), None)
@@ -170,10 +170,11 @@ class Engine:
         else:
             grade = self._passed(question, followup, turn.kind, state.lang)
         grading_ms = (time.perf_counter() - started) * 1000
-        earlier = [t for t in state.turns if t.id != turn.id and t.seq < turn.seq]
-        decision = self._decide(state, question, grade, turn, earlier)
+        earlier = [t for t in state.turns if t.seq < turn.seq]
+        answered = SessionState(state.row, [*earlier, turn], self.bank, self.clock())
+        decision = self._decide(answered, question, grade, turn)
         notices = [TIME_UP[state.lang]] if decision.action == "move-on" and "time" in decision.reason else []
-        after = SessionState(state.row, [*earlier, _graded(turn, grade, decision)], self.bank, self.clock())
+        after = SessionState(state.row, [*earlier, _graded(turn, grade, decision)], self.bank, answered.now)
         self.store.record_grade(
             GradeRecord(
                 turn_id=turn.id,
@@ -187,14 +188,14 @@ class Engine:
         )
         return grade, decision, notices
 
-    def _decide(self, state: SessionState, question: Question, grade: Grade, turn: Turn, earlier: list[Turn]) -> Decision:
+    @staticmethod
+    def _decide(answered: SessionState, question: Question, grade: Grade, turn: Turn) -> Decision:
+        """What follows ``turn``, given the session up to and including it."""
         if turn.kind in GAVE_UP:
             return Decision(action="move-on", reason="the candidate passed")
-        mine = [t for t in earlier if t.question_id == question.id and t.kind != "summary"]
-        asked = list(dict.fromkeys(t.followup_id for t in mine if t.followup_id))
-        if turn.followup_id and turn.followup_id not in asked:
-            asked.append(turn.followup_id)
-        left = SessionState(state.row, [*earlier, turn], self.bank, self.clock()).time_left(question.round)
+        mine = [t for t in answered.turns_of(question.id) if t.id != turn.id]
+        asked = list(dict.fromkeys(t.followup_id for t in [*mine, turn] if t.followup_id))
+        left = answered.time_left(question.round)
         if left is not None and left <= 0:
             return Decision(action="move-on", reason="the round's time is up")
         base = grade
@@ -202,7 +203,7 @@ class Engine:
             main = [t for t in mine if t.followup_id is None and t.grade is not None]
             if main and main[-1].grade is not None:
                 base = main[-1].grade
-        return choose(question, base, asked, state.row.max_followups)
+        return choose(question, base, asked, answered.row.max_followups)
 
     @staticmethod
     def _passed(question: Question, followup: FollowUp | None, kind: str, lang: Lang) -> Grade:
