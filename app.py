@@ -13,14 +13,14 @@ def main() -> None:
     # before gradio is imported: no version check or telemetry calls at start-up
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from interviewer.application.startup import ready_index
-    from interviewer.faces.web import create
+    from interviewer.faces.web import MAX_THREADS, create
     from interviewer.services import Services
     from interviewer.settings import Settings
 
     services = Services(Settings())
     if note := ready_index(services, progress=True):
         print(note)
-    create(services).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    create(services).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), max_threads=MAX_THREADS)
 
 
 if __name__ == "__main__":

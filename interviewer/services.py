@@ -122,10 +122,11 @@ class Services:
 
     @cached_property
     def interviewer(self) -> LLMInterviewer | ScriptedInterviewer:
-        """Who words the follow-ups: the model when an endpoint is configured, else the bank's script."""
+        """Who speaks after an answer: the model (deciding and wording, live) when an endpoint is
+        configured, else the bank's script on the engine's choice."""
         from interviewer.interview.interviewer import LLMInterviewer, ScriptedInterviewer
 
-        return LLMInterviewer(self.settings) if self.settings.endpoint.configured else ScriptedInterviewer()
+        return LLMInterviewer(self.settings, self.passage_texts) if self.settings.endpoint.configured else ScriptedInterviewer()
 
     def session_state(self, session_id: str) -> SessionState:
         """A session as it stands, read and replayed; no grader is built for it."""

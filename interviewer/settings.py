@@ -99,12 +99,22 @@ class LLMSettings(BaseModel):
     )
     samples: int = Field(default=1, ge=1, le=5, description="Grades sampled per answer; the spread is reported.")
     disagreement: float = Field(default=3.0, gt=0, description="LLM vs offline score gap (0-10) that is flagged.")
+    grade_budget_s: float = Field(
+        default=120.0, gt=0, le=900, description="Seconds a model grade may take, retries included, before the offline grade stands."
+    )
+    grading_workers: int = Field(
+        default=16, ge=1, le=256, description="Answers graded at once in the background (model calls wait on the network)."
+    )
 
 
 class InterviewSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_followups: int = Field(default=2, ge=0, le=4, description="Follow-ups asked at most per question.")
+    live_budget_s: float = Field(
+        default=4.0, gt=0, le=30, description="Seconds the live interviewer has to decide before the scripted follow-up is asked."
+    )
+    live_total_s: float = Field(default=15.0, gt=0, le=120, description="Seconds it has to finish wording its follow-up.")
 
 
 class Settings(BaseSettings):

@@ -34,6 +34,9 @@ class Recorded:
     # scripted chat replies, used in order; each: {"status": int, "headers": {...}, "content": str,
     # "tool_arguments": str, "refusal": str, "delay": seconds, "error": message}
     script: list[dict[str, Any]] = field(default_factory=list)
+    # replies for streamed requests (the live interviewer), used in order before ``script``: the live
+    # turn and the background grade run at once, so each kind of request keeps its own queue
+    streams: list[dict[str, Any]] = field(default_factory=list)
     models_status: int = 200  # what GET /models answers: 200 lists "test-model", anything else is an error
 
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -79,7 +82,10 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                 self._send(404, {"error": {"message": "not found"}})
 
         def _chat(self, body: dict[str, Any]) -> None:
-            step = recorded.script.pop(0) if recorded.script else {"content": "{}"}
+            if body.get("stream") and recorded.streams:
+                step = recorded.streams.pop(0)
+            else:
+                step = recorded.script.pop(0) if recorded.script else {"content": "{}"}
             if step.get("delay"):
                 time.sleep(step["delay"])
             status = step.get("status", 200)

@@ -43,12 +43,19 @@ def test_a_real_weak_answer_gets_a_follow_up_on_what_it_missed(services: Service
     assert decision.aims_at and max(gaps[cid] for cid in decision.aims_at) == max(gaps[cid] for cid in reachable)
 
 
-def test_when_everything_is_covered_it_goes_deeper_starting_with_the_seed_followups(services: Services) -> None:
+def test_when_everything_is_covered_no_follow_up_re_asks_it(services: Services) -> None:
     question = services.bank.get("q06")
     decision = choose(question, synthetic_grade(services, "q06", {}), asked=[])
-    assert decision.action == "ask" and "deeper" in decision.reason
-    followup = decision.followup_of(question)
-    assert followup is not None and followup.from_seed
+    assert decision.action == "move-on" and "already covers" in decision.reason
+
+
+def test_a_follow_up_whose_targets_are_all_evidenced_is_never_chosen(services: Services) -> None:
+    """Each follow-up in turn: its targets at full marks, everything else at zero: it is never the choice."""
+    for question in services.bank.questions:
+        for followup in question.followups:
+            scores = {c.id: (c.max_score if c.id in followup.targets else 0) for c in question.criteria}
+            decision = choose(question, synthetic_grade(services, question.id, scores), asked=[], max_followups=4)
+            assert decision.followup != followup.id, (question.id, followup.id)
 
 
 def test_never_repeats_and_respects_the_cap(services: Services) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -240,66 +241,190 @@ def test_doctor_reports_each_check_in_one_line(server: tuple[str, Recorded], mon
     assert all(SECRET not in r.output for r in (healthy, wrong, down))
 
 
-def interviewer_for(base_url: str) -> Any:
+def interviewer_for(base_url: str, live_budget_s: float = 4.0) -> Any:
     from interviewer.interview.interviewer import LLMInterviewer
+    from interviewer.settings import InterviewSettings
 
-    settings = Settings(endpoint=EndpointSettings(base_url=base_url, api_key=SECRET, model="test-model"), llm=LLMSettings(timeout_s=5))
+    settings = Settings(
+        endpoint=EndpointSettings(base_url=base_url, api_key=SECRET, model="test-model"),
+        llm=LLMSettings(timeout_s=5),
+        interview=InterviewSettings(live_budget_s=live_budget_s, live_total_s=live_budget_s + 3),
+    )
     return LLMInterviewer(settings)
 
 
-def test_the_follow_up_is_streamed_token_by_token(services: Services, server: tuple[str, Recorded]) -> None:
+def committed_q02(services: Services, tmp_path: Any, answer: str = ANSWER, max_followups: int = 2) -> tuple[Any, Any]:
+    """An engine and q02's answer just committed (nothing decided yet)."""
+    from interviewer.interview.engine import Engine
+    from interviewer.interview.plan import make_plan
+    from interviewer.interview.store import Store
+
+    engine = Engine(Store(tmp_path / "s.db").open(), services.bank, services.offline_grader)
+    state = engine.start(make_plan(services.bank, "question", "q02"), max_followups=max_followups)
+    return engine, engine.commit(state.id, "answer", answer)
+
+
+def live(base_url: str, options: Any, answer: str = ANSWER, budget: float = 4.0) -> list[Any]:
+    return list(interviewer_for(base_url, budget).live(options, "ZeRO 的三个阶段分别切分什么？", [], answer, "zh"))
+
+
+def test_the_live_interviewer_decides_then_streams_its_question(services: Services, server: tuple[str, Recorded], tmp_path: Any) -> None:
     base_url, recorded = server
-    recorded.script = [{"stream": ["你提到了", "预取，", "那预取的顺序是怎么知道的？"]}]
-    question = services.bank.get("q02")
-    followup = question.followups[0]
-    grade = services.offline_grader.grade(question, ANSWER)
-    parts = list(interviewer_for(base_url).stream(question, followup, ANSWER, grade, "zh"))
-    assert [w.text for w in parts] == ["你提到了", "你提到了预取，", "你提到了预取，那预取的顺序是怎么知道的？"]
-    assert [w.final for w in parts] == [False, False, True]  # each value once; the last is the question as asked
-    assert all(w.by == "model" and w.notice is None for w in parts)
+    engine, committed = committed_q02(services, tmp_path)
+    options = engine.options(committed)
+    chosen = options.allowed[0].id
+    recorded.streams = [{"stream": [f"ASK {chosen}", "\n你提到了", "预取，", "那预取的顺序是怎么知道的？"]}]
+    spoken = live(base_url, options)
+    # the words as they grow (the move line is never shown), then the question whole, with its move
+    assert [s.text for s in spoken[:-1]] == ["你提到了", "你提到了预取，", "你提到了预取，那预取的顺序是怎么知道的？"]
+    final = spoken[-1]
+    assert final.final and final.notice is None and final.text == "你提到了预取，那预取的顺序是怎么知道的？"
+    assert final.move.action == "ask" and final.move.followup == chosen and final.move.wording == final.text
     (request,) = recorded.chat_requests()
     assert request["body"]["stream"] is True
-    assert ANSWER in request["body"]["messages"][-1]["content"] and "Chinese" in request["body"]["messages"][0]["content"]
+    system, user = (m["content"] for m in request["body"]["messages"])
+    assert "Chinese" in system and ANSWER in user and chosen in user
+    outcome = engine.decide(committed, final.move, options)
+    assert outcome.next.kind == "followup" and outcome.next.text == final.text and outcome.next.asked_by == "model"
 
 
-def test_a_long_follow_up_is_cut(services: Services, server: tuple[str, Recorded]) -> None:
+def test_a_long_question_is_cut(services: Services, server: tuple[str, Recorded], tmp_path: Any) -> None:
     from interviewer.interview.interviewer import MAX_CHARS
 
     base_url, recorded = server
-    recorded.script = [{"stream": ["长" * 400, "长" * 400, "长" * 400]}]
-    question = services.bank.get("q02")
-    grade = services.offline_grader.grade(question, ANSWER)
-    final = list(interviewer_for(base_url).stream(question, question.followups[0], ANSWER, grade, "zh"))[-1]
-    assert final.final and final.by == "model" and final.text == "长" * MAX_CHARS
+    engine, committed = committed_q02(services, tmp_path)
+    options = engine.options(committed)
+    recorded.streams = [{"stream": [f"ASK {options.allowed[0].id}\n", "长" * 400, "长" * 400, "长" * 400]}]
+    final = live(base_url, options)[-1]
+    assert final.final and final.move is not None and final.text == "长" * MAX_CHARS
+
+
+def test_the_model_may_move_on_and_says_nothing_more(services: Services, server: tuple[str, Recorded], tmp_path: Any) -> None:
+    base_url, recorded = server
+    engine, committed = committed_q02(services, tmp_path)
+    recorded.streams = [{"stream": ["NEXT"]}]
+    (final,) = live(base_url, engine.options(committed))
+    assert final.move.action == "move-on" and final.text == ""
+    assert engine.decide(committed, final.move).next.kind == "end"
 
 
 @pytest.mark.parametrize(
     "script",
-    [[{"stream": ["你提到了", "预"], "cut": True}], [{"stream": []}], [{"status": 500}], [{"status": 401}], None],
-    ids=["cut-off-stream", "empty-text", "server-error", "key-rejected", "connection-refused"],
+    [
+        [{"stream": ["ASK f1\n你提到了", "预"], "cut": True}],
+        [{"stream": []}],
+        [{"status": 500}],
+        [{"status": 401}],
+        None,
+        [{"stream": ["ASK no-such-follow-up\n", "随便问一句？"]}],
+        [{"stream": ["OWN no-such-criterion\n", "随便问一句？"]}],
+        [{"stream": ["ASK f1\n"]}],
+    ],
+    ids=[
+        "cut-off-stream",
+        "empty-text",
+        "server-error",
+        "key-rejected",
+        "connection-refused",
+        "unknown-follow-up",
+        "unknown-criterion",
+        "no-question",
+    ],
 )
-def test_a_failed_follow_up_falls_back_to_the_scripted_one(services: Services, server: tuple[str, Recorded], script: Any) -> None:
-    from interviewer.interview.interviewer import FALLBACK, Wording
+def test_a_failed_live_turn_leaves_the_choice_to_the_engine(
+    services: Services, server: tuple[str, Recorded], tmp_path: Any, script: Any
+) -> None:
+    from interviewer.interview.interviewer import FALLBACK
 
-    base_url = scripted(server, script)
-    question = services.bank.get("q02")
-    followup = question.followups[0]
-    grade = services.offline_grader.grade(question, ANSWER)
-    parts = list(interviewer_for(base_url).stream(question, followup, ANSWER, grade, "zh"))
-    assert parts[-1] == Wording(followup.question.zh, by="scripted", final=True, notice=FALLBACK["zh"])
-    assert FALLBACK["zh"] not in parts[-1].text  # the notice is beside the question, not in it
-    assert all(w.by == "model" and not w.final for w in parts[:-1])
+    base_url = scripted(server, None) if script is None else server[0]
+    if script is not None:
+        server[1].streams = [dict(step, stream=[p.replace("f1", "{f}") for p in step.get("stream", [])]) for step in script]
+    engine, committed = committed_q02(services, tmp_path)
+    options = engine.options(committed)
+    for step in server[1].streams:
+        step["stream"] = [p.replace("{f}", options.allowed[0].id) for p in step["stream"]]
+    assert options.fallback.action == "ask"
+    final = live(base_url, options)[-1]
+    assert final.final and final.move is None and final.text == "" and final.notice == FALLBACK["zh"]
+    outcome = engine.decide(committed, final.move, options)
+    assert outcome.decision == options.fallback and outcome.next.asked_by == "scripted"
+    assert FALLBACK["zh"] not in outcome.next.text  # the notice is beside the question, never in it
 
 
-def test_the_scripted_interviewer_gives_the_banks_wording_at_once(services: Services) -> None:
-    from interviewer.interview.interviewer import ScriptedInterviewer, Wording
+def test_a_hung_model_costs_only_the_live_budget(services: Services, server: tuple[str, Recorded], tmp_path: Any) -> None:
+    base_url, recorded = server
+    engine, committed = committed_q02(services, tmp_path)
+    recorded.streams = [{"delay": 5, "stream": ["NEXT"]}]
+    started = time.monotonic()
+    final = live(base_url, engine.options(committed), budget=0.8)[-1]
+    waited = time.monotonic() - started
+    assert final.move is None and final.notice and 0.7 < waited < 2.0
 
-    question = services.bank.get("q02")
-    followup = question.followups[0]
-    grade = services.offline_grader.grade(question, ANSWER, "en")
-    assert list(ScriptedInterviewer().stream(question, followup, ANSWER, grade, "en")) == [
-        Wording(followup.question.en, by="scripted", final=True)
+
+def test_the_model_is_not_asked_when_the_rules_decide(services: Services, server: tuple[str, Recorded], tmp_path: Any) -> None:
+    base_url, recorded = server
+    engine, committed = committed_q02(services, tmp_path, max_followups=0)
+    options = engine.options(committed)
+    assert options.imposed and "cap" in options.fallback.reason
+    (final,) = live(base_url, options)
+    assert final.move is None and final.notice is None and recorded.chat_requests() == []
+
+
+def test_the_models_own_follow_up_is_stored_graded_and_reported(services: Services, server: tuple[str, Recorded], tmp_path: Any) -> None:
+    from interviewer.interview import report
+
+    base_url, recorded = server
+    engine, committed = committed_q02(services, tmp_path, max_followups=1)
+    options = engine.options(committed)
+    target = options.open_targets[0]
+    recorded.streams = [
+        {
+            "stream": [
+                f"OWN {target},covered-nothing\n",
+                "你说通信约 3Ψ，",
+                "这个数是怎么算出来的？",
+                "\nEXPECTS\n- 分项：",
+                "2Ψ 的梯度 + Ψ 的参数\n- 与 DDP 相比多 1.5 倍",
+            ]
+        }
     ]
+    spoken = live(base_url, options)
+    assert all("EXPECTS" not in s.text and "2Ψ" not in s.text for s in spoken)
+    final = spoken[-1]
+    assert final.text == "你说通信约 3Ψ，这个数是怎么算出来的？"
+    outcome = engine.decide(committed, final.move, options)
+    decision = outcome.decision
+    assert decision.own is not None and decision.own.targets == [target] and decision.by == "model"
+    assert decision.own.expects == ["分项：2Ψ 的梯度 + Ψ 的参数", "与 DDP 相比多 1.5 倍"]
+    prompt = outcome.next
+    assert prompt.kind == "followup" and prompt.followup_id == decision.own.id and prompt.text == final.text
+    done = engine.submit(outcome.state.id, "ZeRO-3 前向和反向各 all-gather 一次参数（各 Ψ），再 reduce-scatter 梯度（Ψ），共约 3Ψ。")
+    turn = done.state.turns[-1]
+    assert turn.followup_id == decision.own.id and turn.grade is not None
+    assert [c.id for c in turn.grade.criteria] == [target]  # graded on the criterion it probed
+    built = report.build(done.state)
+    markdown = report.markdown(built)
+    assert final.text in markdown and "3Ψ" in markdown
+
+
+def test_the_model_graders_prompt_carries_an_own_follow_ups_expectations(services: Services) -> None:
+    from interviewer.grading.model import LLMGrader
+    from interviewer.interview.followups import OwnFollowUp, own_followup
+
+    question = services.bank.get("q02")
+    own = OwnFollowUp(id="own-1", targets=[question.criteria[0].id], expects=["2Ψ 的梯度加 Ψ 的参数"])
+    followup = own_followup(question, own, "3Ψ 怎么算出来的？")
+    grader = LLMGrader(Settings(endpoint=EndpointSettings(base_url="http://127.0.0.1:9/v1", model="m")), services.offline_grader, {})
+    messages = grader.messages(followup.question.zh + "\n- 2Ψ 的梯度加 Ψ 的参数", followup.criteria, followup.references, "答", "zh")
+    assert "2Ψ 的梯度加 Ψ 的参数" in messages[1].text and [c.id for c in followup.criteria] == [question.criteria[0].id]
+    assert abs(sum(c.weight for c in followup.criteria) - 1.0) < 1e-6
+
+
+def test_the_scripted_interviewer_leaves_the_choice_to_the_engine(services: Services, tmp_path: Any) -> None:
+    from interviewer.interview.interviewer import ScriptedInterviewer, Spoken
+
+    engine, committed = committed_q02(services, tmp_path)
+    assert list(ScriptedInterviewer().live(engine.options(committed), "", [], ANSWER, "en")) == [Spoken("", final=True)]
 
 
 def test_the_session_keeps_the_models_wording_but_its_own_choice(services: Services, tmp_path: Any) -> None:
@@ -319,22 +444,6 @@ def test_the_session_keeps_the_models_wording_but_its_own_choice(services: Servi
     assert engine.state(state.id).prompt.kind == "end"  # the cap holds whatever the model says
 
 
-def test_a_fallback_is_not_saved_as_the_question(services: Services, tmp_path: Any) -> None:
-    """The notice of a failed model follow-up is shown, never stored as the question asked."""
-    from interviewer.application.followup import word_followup
-    from interviewer.interview.engine import Engine
-    from interviewer.interview.plan import make_plan
-    from interviewer.interview.store import Store
-
-    engine = Engine(Store(tmp_path / "s.db").open(), services.bank, services.offline_grader)
-    state = engine.start(make_plan(services.bank, "question", "q02"), max_followups=1)
-    outcome = engine.submit(state.id, ANSWER)
-    scripted_text = outcome.next.text
-    (wording,) = list(word_followup(engine, interviewer_for(dead_port()), outcome, ANSWER))
-    assert wording.by == "scripted" and wording.notice and wording.text not in wording.notice
-    assert engine.resume(state.id).prompt.text == scripted_text
-
-
 def test_the_app_streams_the_models_follow_up(server: tuple[str, Recorded], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from interviewer.faces.web import Handlers
 
@@ -346,10 +455,17 @@ def test_the_app_streams_the_models_follow_up(server: tuple[str, Recorded], tmp_
     handlers = Handlers(Services(Settings(home=tmp_path)))
     assert "LLM: test-model" in handlers.badge
     view = handlers.start("question", "q02", None, "practice", "zh")
-    recorded.script = [{"content": GOOD_REPLY}, {"stream": ["你说靠预取，", "那预取顺序从哪来？"]}]
+    recorded.script = [{"content": GOOD_REPLY, "delay": 0.5}]  # the grade, slower than the interviewer
+    question = handlers.services.bank.get("q02")
+    open_followups = [f.id for f in question.followups]
+    recorded.streams = [{"stream": [f"ASK {open_followups[-1]}\n你说靠预取，", "那预取顺序从哪来？"]}]
     steps = list(handlers.answer(view.session_id, ANSWER))
-    assert [s.chat[-1]["content"] for s in steps[-2:]] == ["**↪** 你说靠预取，", "**↪** 你说靠预取，那预取顺序从哪来？"]
-    assert "Score" in steps[-1].feedback or "得分" in steps[-1].feedback
+    assert steps[0].chat[-2:] == [{"role": "user", "content": ANSWER}, {"role": "assistant", "content": "……"}]
+    spoken = [s.chat[-1]["content"] for s in steps if s.chat[-1]["content"].startswith("**↪**")]
+    assert spoken[0] == "**↪** 你说靠预取，" and spoken[-1] == "**↪** 你说靠预取，那预取顺序从哪来？"
+    asked = next(i for i, s in enumerate(steps) if s.chat[-1]["content"] == "**↪** 你说靠预取，那预取顺序从哪来？")
+    assert "Score" not in steps[asked].feedback and "得分" not in steps[asked].feedback  # the question came before the grade
+    assert "得分" in steps[-1].feedback  # and the card followed
     resumed = handlers.resume(view.session_id)
     assert resumed.chat[-1]["content"] == "**↪** 你说靠预取，那预取顺序从哪来？"
     result, badge, key_box = handlers.check_model()

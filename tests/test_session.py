@@ -193,12 +193,12 @@ def test_a_turn_graded_elsewhere_is_not_graded_or_scheduled_twice(services: Serv
     turn = store.add_turn(
         state.id, "answer", "q05", None, prompt.round, "先看是前向还是反向 OOM，再看 memory_summary。", prompt.text, "bank", 0.0, 1.0
     )
-    assert engine.state(state.id).prompt.kind == "grading"
-    with pytest.raises(SessionError, match="still being graded"):
-        engine.submit(state.id, "a second answer while the first is graded")
-    engine.open(state.id)  # grades it
+    assert engine.state(state.id).prompt.kind == "deciding"
+    with pytest.raises(SessionError, match="still answering"):
+        engine.submit(state.id, "a second answer while the first is decided")
+    engine.open(state.id)  # decides and grades it
     schedules = {s.key: s for s in store.reviews()}
-    engine._grade_and_record(engine.state(state.id), store.turns(state.id)[0])  # as a second worker would, late
+    assert engine.grade(turn.id) is None  # as a second worker would, late: nothing changes
     assert {s.key: s for s in store.reviews()} == schedules
     (graded,) = store.turns(state.id)
     assert graded.id == turn.id and graded.status == "graded"

@@ -111,9 +111,10 @@ def test_the_running_app_through_gradio_client(running_app: str) -> None:
     client = Client(running_app, verbose=False)
     session_id, chat, progress, _feedback, *_ = client.predict("question", "q02", "zero", "practice", "en", api_name="/start")
     assert session_id and "[q02]" in str(chat[-1]["content"]) and "Offline grading" in progress
-    session_id, chat, _progress, feedback, *_ = client.predict(
-        session_id, "ZeRO-1 shards optimizer states, ZeRO-2 also gradients, ZeRO-3 also parameters.", "", api_name="/submit"
-    )
+    answer = "ZeRO-1 shards optimizer states, ZeRO-2 also gradients, ZeRO-3 also parameters."
+    _sid, chat, *_ = client.predict(session_id, answer, "", None, api_name="/submit")  # stored at once, no queue
+    assert answer in str(chat)
+    session_id, chat, _progress, feedback, *_ = client.predict(session_id, api_name="/follow")  # then the turn plays
     assert "Score" in feedback and "ZeRO-1 shards optimizer states" in str(chat)
 
 

@@ -114,6 +114,10 @@ class FollowUp(Strict):
     question: Text
     criteria: list[Criterion] = Field(min_length=2, max_length=4)
     references: list[PassageRef] = Field(min_length=1)
+    expects: list[NonEmpty] = Field(
+        default_factory=list,
+        description="What a good answer contains, beyond the criteria (the model's own follow-ups carry it; the bank's need none).",
+    )
 
     @field_validator("criteria")
     @classmethod

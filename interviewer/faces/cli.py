@@ -288,8 +288,12 @@ def _run_terminal(services: Services, state: Any) -> None:
     from interviewer.faces.terminal import run
 
     console.print(f"[dim]{grader_line(services.settings, state.lang)}[/dim]")
-    interviewer_model = services.interviewer if services.settings.endpoint.configured else None
-    run(services.engine(), state, console, interviewer=interviewer_model)
+    from interviewer.application.grading import GradingWorker
+
+    engine = services.engine()
+    # with a model grader the grades are computed alongside the interview; offline they take milliseconds
+    worker = None if engine.grades_at_once else GradingWorker(lambda: engine, services.settings.llm.grading_workers)
+    run(engine, state, console, interviewer=services.interviewer, worker=worker, grade_wait_s=services.settings.llm.grade_budget_s + 5)
 
 
 @app.command()
@@ -361,7 +365,7 @@ def serve(
     import os
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    from interviewer.faces.web import create
+    from interviewer.faces.web import MAX_THREADS, create
 
     credentials = None
     if auth is not None:
@@ -376,7 +380,9 @@ def serve(
     services = _services()
     if note := ready_index(services, progress=sys.stderr.isatty()):
         console.print(note)
-    create(services).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials)
+    create(services).launch(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials, max_threads=MAX_THREADS
+    )
 
 
 @app.command()

@@ -10,10 +10,11 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from interviewer.application.followup import word_followup
+from interviewer.application.grading import GradingWorker
+from interviewer.application.turns import play
 from interviewer.grading.grade import Grade
 from interviewer.grading.offline import limitation_note
-from interviewer.interview.engine import Engine, Outcome
+from interviewer.interview.engine import Committed, Engine
 from interviewer.interview.interviewer import LLMInterviewer, ScriptedInterviewer
 from interviewer.interview.state import Prompt, RoundScore, SessionState, format_clock
 
@@ -81,8 +82,14 @@ def run(
     console: Console,
     ask: Callable[[str], str] = input,
     interviewer: LLMInterviewer | ScriptedInterviewer | None = None,
+    worker: GradingWorker | None = None,
+    grade_wait_s: float = 0.0,
 ) -> None:
+    """The interview, prompt by prompt. With a ``worker`` the grades are computed in the background
+    while the interview goes on (a model grader); without one each is computed after the
+    interviewer has spoken."""
     lang = state.lang
+    speaker = interviewer or ScriptedInterviewer()
     console.print(f"[bold]session {state.id}[/bold] — {HELP[lang]}")
     while True:
         prompt = state.prompt
@@ -93,12 +100,13 @@ def run(
             show_summary(console, prompt.summary, prompt.text)
             state = engine.proceed(state.id)
             continue
-        if prompt.kind == "grading":  # another process is grading this session's last answer
-            state = engine.open(state.id)
+        if prompt.kind == "deciding":  # another process is deciding this session's last answer
+            state = engine.open(state.id, grade=worker is None)
             continue
         show_prompt(console, prompt, lang)
         answer = read_answer(ask)
         if answer is None or answer == ":quit":
+            finish_grading(engine, state.id, console, worker, grade_wait_s)
             console.print(f"Saved. Resume with: interviewer interview --resume {state.id}")
             return
         if answer == ":skip":
@@ -121,27 +129,47 @@ def run(
                 "[yellow]" + ("回答是空的；用 :skip 跳过。" if lang == "zh" else "Empty answer; use :skip to skip.") + "[/yellow]"
             )
             continue
-        outcome = engine.retry(state.id, answer) if retry else engine.submit(state.id, answer)
-        for notice in outcome.notices:
-            console.print(f"[yellow]{notice}[/yellow]")
-        if outcome.show_feedback:
-            show_grade(console, outcome.grade)
-        state = outcome.state
-        if interviewer is not None and outcome.next.kind == "followup":
-            stream_followup(engine, interviewer, console, answer, outcome)
-            state = engine.state(state.id)
+        committed = engine.commit_retry(state.id, answer) if retry else engine.commit(state.id, "answer", answer)
+        state = play_turn(engine, speaker, committed, console, worker, grade_wait_s)
 
 
-def stream_followup(
-    engine: Engine, interviewer: LLMInterviewer | ScriptedInterviewer, console: Console, answer: str, outcome: Outcome
-) -> None:
-    """Print the follow-up as the interviewer words it; the next prompt panel then shows it whole."""
-    shown = ""
-    for wording in word_followup(engine, interviewer, outcome, answer):
-        if wording.notice:
-            console.print(f"\n[yellow]{escape(wording.notice)}[/yellow]")
-            shown = ""
-        elif wording.text.startswith(shown):
-            console.print(escape(wording.text[len(shown) :]), end="", style="dim")
-            shown = wording.text
-    console.print()
+def play_turn(
+    engine: Engine,
+    interviewer: LLMInterviewer | ScriptedInterviewer,
+    committed: Committed,
+    console: Console,
+    worker: GradingWorker | None,
+    grade_wait_s: float = 0.0,
+) -> SessionState:
+    """Print the interviewer's words as they come; in practice mode the grade when it is in. The
+    next prompt's panel then shows the question whole."""
+    shown, printed = "", set()
+    state = committed.before
+    for step in play(engine, interviewer, committed, worker, grade_wait_s=grade_wait_s):
+        state = step.state
+        if step.speaking and step.speaking.startswith(shown):
+            console.print(escape(step.speaking[len(shown) :]), end="", style="dim")
+            shown = step.speaking
+        fresh = [n for n in step.notices if n not in printed]
+        if fresh or step.grade is not None:
+            if shown:
+                console.print()
+                shown = ""
+            for notice in fresh:
+                console.print(f"[yellow]{escape(notice)}[/yellow]")
+                printed.add(notice)
+            if step.grade is not None and state.mode == "practice":
+                show_grade(console, step.grade)
+    if shown:
+        console.print()
+    return state
+
+
+def finish_grading(engine: Engine, session_id: str, console: Console, worker: GradingWorker | None, wait_s: float) -> None:
+    """Before leaving: the answers still being graded are graded (so the report is whole)."""
+    pending = engine.state(session_id).grading
+    if worker is None or not pending:
+        return
+    console.print(f"[dim]grading {len(pending)} answer(s)…[/dim]")
+    for turn in pending:
+        worker.wait(turn.id, wait_s)

@@ -17,22 +17,25 @@ from typing import Any
 import gradio as gr
 
 from interviewer.application.exports import report_files
-from interviewer.application.followup import word_followup
+from interviewer.application.grading import GradingWorker
 from interviewer.application.history import History
 from interviewer.application.labels import grader_line
 from interviewer.application.plans import select_plan
+from interviewer.application.turns import Step, play
 from interviewer.content.rubric import Lang
 from interviewer.errors import InterviewerError
 from interviewer.grading.grade import Grade
 from interviewer.grading.offline import limitation_note
 from interviewer.interview import report as reports
-from interviewer.interview.engine import Engine
-from interviewer.interview.interviewer import LLMInterviewer
+from interviewer.interview.engine import Committed, Engine
 from interviewer.interview.state import Exchange, Prompt, SessionState, format_clock
 from interviewer.interview.store import StaleMove
 from interviewer.services import Services
 from interviewer.settings import Settings
 
+# Threads for the page's handlers: a live turn mostly waits on the model (its stream, a practice
+# card's grade), so a server holds many at once; Gradio's default of 40 would queue candidates.
+MAX_THREADS = 256
 PLANS = ["full", "round 1", "round 2", "round 3", "question", "topic", "weak"]
 TEXT = {
     "zh": {
@@ -43,6 +46,10 @@ TEXT = {
         "question": "第 {n}/{total} 题",
         "start_first": "先在左侧开始一场面试。",
         "empty": "回答是空的：写点什么，或者点“跳过”。",
+        "thinking": "……",
+        "grading": "评分中：评分卡片稍后出现在这里，面试照常继续。",
+        "still_grading": "（还有 {n} 个回答在评分，分数随后补上。）",
+        "finishing": "报告生成中：还有 {n} 个回答在评分。稍后点“恢复”查看完整报告。",
     },
     "en": {
         "skip": "(skipped)",
@@ -52,6 +59,10 @@ TEXT = {
         "question": "question {n}/{total}",
         "start_first": "Start an interview on the left first.",
         "empty": "The answer is empty: write something, or press Skip.",
+        "thinking": "…",
+        "grading": "Grading: the feedback card appears here when it is ready; the interview goes on.",
+        "still_grading": "({n} answers are still being graded; their scores fill in when they are.)",
+        "finishing": "The report is being finished: {n} answers are still being graded. Resume in a moment to see it.",
     },
 }
 
@@ -92,6 +103,8 @@ class Handlers:
 
     def __init__(self, services: Services):
         self.services = services
+        # grades are computed in the background, many at once (they wait on the model, not the CPU)
+        self.worker = GradingWorker(lambda: self.engine, services.settings.llm.grading_workers)
 
     @property
     def settings(self) -> Settings:
@@ -132,7 +145,8 @@ class Handlers:
     def _state(self, session_id: str) -> SessionState:
         if not session_id:
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        return self.engine.open(session_id)
+        # an answer committed moments ago is still being decided by its own live turn: leave it be
+        return self.engine.open(session_id, grade=False, settle_s=self.settings.interview.live_total_s + 2)
 
     # -- events ------------------------------------------------------------------------------------
     def start(self, plan: str, question: str | None, topic: str | None, mode: str, lang: str) -> View:
@@ -151,29 +165,50 @@ class Handlers:
         """Come back to a session: the time away does not count against the round."""
         if not session_id.strip():
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        return self.view(self.engine.resume(session_id.strip()))
+        self._state(session_id.strip())
+        state = self.engine.resume(session_id.strip(), grade=False)
+        for turn in state.grading:  # after a restart: what was left pending is graded again, once
+            self.worker.submit(turn.id)
+        return self.view(state)
 
     # A move carries ``at``, the position of the view it was made on (a tab's own, kept by the page),
     # so a second tab or a double click cannot answer a prompt it never showed (StaleMove).
-    def answer(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
-        """Submit an answer; the follow-up then comes in as the interviewer words it, view by view."""
-        engine = self.engine
+    # Answering is two events: ``commit`` stores the answer straight away (outside the event queue),
+    # and ``follow`` then plays the turn: the interviewer's words as they come, the grade alongside.
+    def commit(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
+        """Store the answer; the view shows it, with the interviewer about to speak."""
         state = self._state(session_id)
-        text = _answer_text(answer, code, state.lang)
-        outcome = engine.submit(state.id, text, at=at)
-        view = self.view(outcome.state, latest=outcome.grade if outcome.show_feedback else None)
-        yield view
-        if not isinstance(self.services.interviewer, LLMInterviewer):
-            return  # the scripted follow-up is already on screen
-        for wording in word_followup(engine, self.services.interviewer, outcome, text):
-            shown = wording.text if wording.notice is None else f"{wording.text}\n\n<sub>{wording.notice}</sub>"
-            view = replace(view, chat=[*view.chat[:-1], {"role": "assistant", "content": "**↪** " + shown}])
-            yield view
+        committed = self.engine.commit(state.id, "answer", _answer_text(answer, code, state.lang), at=at)
+        return self.view(_deciding(committed), thinking=True)
 
-    def retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
+    def commit_retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
         state = self._state(session_id)
-        outcome = self.engine.retry(state.id, _answer_text(answer, code, state.lang), at=at)
-        return self.view(outcome.state, latest=outcome.grade)
+        committed = self.engine.commit_retry(state.id, _answer_text(answer, code, state.lang), at=at)
+        return self.view(_deciding(committed), thinking=True)
+
+    def follow(self, session_id: str) -> Iterator[View]:
+        """Play the turn the last commit began: the follow-up as the interviewer words it, view by
+        view, then the next prompt as stored; in practice mode the feedback card when it is ready."""
+        engine = self.engine
+        state = engine.state(session_id) if session_id else None
+        turn = state.undecided[-1] if state is not None and state.undecided else None
+        if state is None or turn is None:  # nothing to play (decided elsewhere): the view as it stands
+            if state is not None:
+                yield self.view(state)
+            return
+        before = SessionState(state.row, [t for t in state.turns if t.seq < turn.seq], state.bank, state.now)
+        wait = self.settings.llm.grade_budget_s + 5
+        for step in play(engine, self.services.interviewer, Committed(before, turn), self.worker, grade_wait_s=wait):
+            yield self.step_view(step)
+
+    def answer(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
+        """Both events in one (for callers without a page): commit, then follow."""
+        yield self.commit(session_id, answer, code, at)
+        yield from self.follow(session_id)
+
+    def retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
+        yield self.commit_retry(session_id, answer, code, at)
+        yield from self.follow(session_id)
 
     def skip(self, session_id: str, at: int | None = None) -> View:
         return self.view(self.engine.skip(self._state(session_id).id, at=at).state)
@@ -201,15 +236,36 @@ class Handlers:
         return History(self.services.store, self.services.bank)
 
     # -- the view ----------------------------------------------------------------------------------
-    def view(self, state: SessionState, latest: Grade | None = None) -> View:
+    def step_view(self, step: Step) -> View:
+        """A moment of a live turn: the words being spoken, any notice, the card once graded."""
+        state = step.state
+        practice = state.mode == "practice"
+        view = self.view(state, latest=step.grade if practice else None, thinking=step.speaking == "")
+        if step.speaking:
+            view = replace(view, chat=[*view.chat, {"role": "assistant", "content": "**↪** " + step.speaking}])
+        if step.notices and view.chat:
+            last = view.chat[-1]
+            notes = "\n\n".join(f"<sub>{n}</sub>" for n in step.notices)
+            view = replace(view, chat=[*view.chat[:-1], {**last, "content": f"{last['content']}\n\n{notes}"}])
+        if practice and step.grade is None and step.turn_id is not None and not view.feedback:
+            view = replace(view, feedback=TEXT[state.lang]["grading"])
+        return view
+
+    def view(self, state: SessionState, latest: Grade | None = None, thinking: bool = False) -> View:
+        t = TEXT[state.lang]
         prompt = state.prompt
         chat: list[dict[str, str]] = []
         for exchange in state.exchanges:
             chat.extend(self._exchange_messages(state, exchange))
-        if prompt.kind != "grading":
-            chat.append({"role": "assistant", "content": self._prompt_text(prompt)})
+        if prompt.kind == "deciding":
+            if thinking:
+                chat.append({"role": "assistant", "content": t["thinking"]})
+        else:
+            chat.append({"role": "assistant", "content": self._prompt_text(prompt, state)})
         report_md, report_file, report_pdf = "", None, None
-        if prompt.kind == "end":
+        if prompt.kind == "end" and state.grading:
+            report_md = t["finishing"].format(n=len(state.grading))
+        elif prompt.kind == "end":
             built, html_path, pdf_path = report_files(self.settings.home / "reports", state)
             report_md, report_file, report_pdf = reports.markdown(built), str(html_path), str(pdf_path) if pdf_path else None
         return View(
@@ -238,13 +294,15 @@ class Handlers:
         return progress + f"\n\n`session {state.id}` · {state.mode}"
 
     @staticmethod
-    def _prompt_text(prompt: Prompt) -> str:
+    def _prompt_text(prompt: Prompt, state: SessionState) -> str:
         if prompt.kind == "round-summary" and prompt.summary is not None:
             rows = "\n".join(
                 f"- {q.id}: {'—' if q.score is None else q.score}" + (f" (追问 {len(q.followups)})" if q.followups else "")
                 for q in prompt.summary.questions
             )
-            return f"{prompt.text}\n\n{rows}"
+            pending = [t for t in state.grading if t.round == prompt.round]
+            still = "\n\n" + TEXT[state.lang]["still_grading"].format(n=len(pending)) if pending else ""
+            return f"{prompt.text}\n\n{rows}{still}"
         label = {"question": f"**[{prompt.question_id}]** ", "followup": "**↪** "}.get(prompt.kind, "")
         return label + prompt.text
 
@@ -255,9 +313,15 @@ class Handlers:
         asked = ("**↪** " if exchange.is_followup else f"**[{turn.question_id}]** ") + exchange.asked
         answer = turn.answer if turn.kind == "answer" else t[turn.kind]
         messages = [{"role": "assistant", "content": asked}, {"role": "user", "content": answer or ""}]
-        if state.mode == "practice" and turn.grade is not None and turn.kind == "answer":
+        if state.mode == "practice" and turn.grade is not None and turn.kind == "answer" and turn.decision is not None:
             messages.append({"role": "assistant", "content": f"{t['score']} {turn.grade.score}/10"})
         return messages
+
+
+def _deciding(committed: Committed) -> SessionState:
+    """The session with the answer just committed: the interviewer has yet to speak."""
+    before = committed.before
+    return SessionState(before.row, [*before.turns, committed.turn], before.bank, before.now)
 
 
 def _answer_text(answer: str, code: str, lang: Lang) -> str:
@@ -388,8 +452,14 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").then(
             refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented"
         )
-        submit.click(guarded(handlers.answer), [session_id, answer, code, position], outputs, api_name="submit")
-        retry.click(guarded(handlers.retry), [session_id, answer, code, position], outputs, api_name="retry")
+        # the answer is stored by a plain request (no queue to lose it in); the turn then streams in
+        # an event with no concurrency limit: its work is waiting on the model, not on this machine
+        submit.click(guarded(handlers.commit), [session_id, answer, code, position], outputs, api_name="submit", queue=False).success(
+            guarded(handlers.follow), [session_id], outputs, api_name="follow", concurrency_limit=None
+        )
+        retry.click(guarded(handlers.commit_retry), [session_id, answer, code, position], outputs, api_name="retry", queue=False).success(
+            guarded(handlers.follow), [session_id], outputs, api_name="follow_retry", concurrency_limit=None
+        )
         skip.click(guarded(handlers.skip), [session_id, position], outputs, api_name="skip")
         dont_know.click(guarded(handlers.dont_know), [session_id, position], outputs, api_name="dont_know")
         proceed.click(guarded(handlers.proceed), [session_id, position], outputs, api_name="next_round")
@@ -408,7 +478,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         demo.load(on_load, [session_id], outputs, api_visibility="undocumented").then(
             refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented"
         )
-    demo.queue(default_concurrency_limit=4, max_size=64)
+    demo.queue(default_concurrency_limit=8, max_size=512)
     return demo
 
 
@@ -427,4 +497,6 @@ def history_frames(history: History) -> tuple[Any, Any, Any, Any]:
 def create(services: Services | None = None) -> gr.Blocks:
     """The app on its defaults (or the given services): the page and its handlers."""
     services = services or Services(Settings())
-    return build(Handlers(services), secret=browser_secret(services.settings.home))
+    handlers = Handlers(services)
+    handlers.worker.resume()  # what a restart left ungraded is graded now, once
+    return build(handlers, secret=browser_secret(services.settings.home))

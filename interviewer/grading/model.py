@@ -14,6 +14,7 @@ good (after bounded retries), the offline grade is returned, flagged, with a one
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 import time
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from interviewer.content.rubric import Criterion, FollowUp, Lang, Question
 from interviewer.grading.grade import NOTHING_TO_GRADE, CriterionGrade, Grade, MisconceptionFound
 from interviewer.grading.offline import OfflineGrader
 from interviewer.grading.reading import Answer
-from interviewer.provider import LLMError, Message, StructuredCaller, describe_endpoint
+from interviewer.provider import LLMError, Message, Reply, StructuredCaller, describe_endpoint
 from interviewer.settings import Settings
 
 GRADER_NAME = "llm"
@@ -76,6 +77,7 @@ class LLMGrader:
         self.passages = passages
         self.caller = caller or StructuredCaller(settings, sleep=sleep)
         self.model_name = describe_endpoint(settings)
+        self._pool = concurrent.futures.ThreadPoolExecutor(settings.llm.grading_workers * settings.llm.samples, "model-grade")
 
     def grade(self, question: Question, answer: str, lang: Lang | None = None) -> Grade:
         offline = self.offline.grade(question, answer, lang)
@@ -83,7 +85,10 @@ class LLMGrader:
 
     def grade_followup(self, question: Question, followup: FollowUp, answer: str, lang: Lang | None = None) -> Grade:
         offline = self.offline.grade_followup(question, followup, answer, lang)
-        return self._grade(followup.question.get(offline.lang), followup.criteria, followup.references, answer, offline)
+        asked = followup.question.get(offline.lang)
+        if followup.expects:  # a model's own follow-up: what its good answer contains, as the model said when asking
+            asked += "\n" + prompts.EXPECTS_LINE + "\n" + "\n".join(f"- {point}" for point in followup.expects)
+        return self._grade(asked, followup.criteria, followup.references, answer, offline)
 
     def messages(self, question_text: str, criteria: list[Criterion], references: list[str], answer: str, lang: Lang) -> list[Message]:
         """The prompt (see :mod:`interviewer.prompts`): the rubric and schema, then the question,
@@ -107,9 +112,10 @@ class LLMGrader:
         samples: list[tuple[float, list[CriterionGrade], str, int]] = []
         usage: dict[str, int] = {}
         latency = 0.0
+        deadline = time.monotonic() + self.settings.llm.grade_budget_s
         try:
             for _ in range(self.settings.llm.samples):
-                reply = self.caller.ask(ModelGrade, messages)
+                reply = self._ask_within(messages, deadline)
                 latency += reply.latency_ms
                 for key, value in reply.usage.items():
                     usage[key] = usage.get(key, 0) + value
@@ -146,6 +152,17 @@ class LLMGrader:
                 "latency_ms": round(latency, 1),
             }
         )
+
+    def _ask_within(self, messages: list[Message], deadline: float) -> Reply:
+        """One structured call, retries included, given up at ``deadline`` (the grade's budget): a
+        model that never answers costs its candidate a bounded wait, then the offline grade stands.
+        The abandoned call finishes on its pool thread, bounded by the client's own timeout."""
+        future = self._pool.submit(self.caller.ask, ModelGrade, messages)
+        try:
+            return future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise LLMError(f"no grade within the budget of {self.settings.llm.grade_budget_s:.0f} s", retryable=True) from None
 
     def _check(
         self, parsed: ModelGrade, criteria: list[Criterion], answer: str, offline: Grade

@@ -1,10 +1,17 @@
 """The engine: it carries out the candidate's moves on a session and hands back the new state.
 
-Each move is two transactions at most: the answer first (durable before grading starts), then
-everything that follows from its grade (the grade, the follow-up decision, the review schedule,
-the round's clock, the end of the session) together, so a crash between them loses nothing but
-the grading, which is done again when the session is next opened. One move reads the session's
-turns twice: before (to know what was asked) and after (the new state).
+A move is up to three transactions, and the conversation never waits for a grade:
+
+1. the answer, committed before anything else happens to it (:meth:`Engine.commit`);
+2. what follows it (:meth:`Engine.decide`): a follow-up or the next prompt, chosen by the engine
+   from the offline reading of the answer (milliseconds) or by the live interviewer within the
+   engine's rules (:meth:`Engine.options`); the next prompt's clock starts here;
+3. the grade and the review schedule (:meth:`Engine.grade`), by the session's grader, once and only
+   once per answer, whenever it is ready (a background worker with a model; at once offline, where
+   2 and 3 are one transaction).
+
+A crash after 1 loses nothing: opening the session decides what follows (offline), and a pending
+grade is graded by the next worker that finds it (:meth:`Store.pending`).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from interviewer.content.bank import Bank
 from interviewer.content.rubric import FollowUp, Lang, Question
 from interviewer.errors import InterviewerError
 from interviewer.grading.grade import Grade, RubricGrader
-from interviewer.interview.followups import Decision, choose
+from interviewer.interview.followups import ANSWERED_SCORE, Decision, OwnFollowUp, choose, eligible, evidenced, limit
 from interviewer.interview.plan import Plan
 from interviewer.interview.schedule import quality
 from interviewer.interview.state import GAVE_UP, Prompt, SessionState
@@ -31,11 +38,55 @@ class SessionError(InterviewerError):
 
 
 @dataclass(frozen=True)
+class Committed:
+    """An answer just committed, with the session as it stood when it was given."""
+
+    before: SessionState
+    turn: Turn
+
+
+@dataclass(frozen=True)
+class Options:
+    """What may follow an answer. The rules are the engine's: the cap, the round's clock, moving on
+    after a pass or an empty answer (``imposed``), never a follow-up the answer already covered."""
+
+    question: Question
+    answered: FollowUp | None  # the follow-up the turn answered; None: the question itself
+    said: str  # everything the candidate has said on this question so far
+    base: Grade  # the offline reading of ``said`` against the question's rubric
+    allowed: list[FollowUp]  # the bank's follow-ups that may be asked
+    open_targets: list[str]  # criteria the answer does not evidence: an own follow-up aims at these
+    own_id: str  # the id an own follow-up of this turn gets
+    fallback: Decision  # the engine's own choice
+    imposed: bool  # the rules decide; nobody else is asked
+
+    def accept(self, move: Decision | None) -> Decision:
+        """``move`` (the live interviewer's) when it keeps to the options, else the engine's choice."""
+        if move is None or self.imposed:
+            return self.fallback
+        if move.action == "move-on":
+            return move.model_copy(update={"by": "model", "followup": None, "aims_at": [], "own": None, "wording": None})
+        wording = (move.wording or "").strip()
+        if move.own is not None:
+            targets = [t for t in dict.fromkeys(move.own.targets) if t in self.open_targets]
+            if not targets or not wording:
+                return self.fallback
+            own = OwnFollowUp(id=self.own_id, targets=targets, expects=[e.strip() for e in move.own.expects if e.strip()][:6])
+            return Decision(action="ask", reason=move.reason, followup=own.id, aims_at=targets, wording=wording, own=own, by="model")
+        chosen = next((f for f in self.allowed if f.id == move.followup), None)
+        if chosen is None:
+            return self.fallback
+        return Decision(
+            action="ask", reason=move.reason, followup=chosen.id, aims_at=list(chosen.targets), wording=wording or None, by="model"
+        )
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What one move led to."""
 
     turn_id: int
-    grade: Grade
+    grade: Grade | None  # None while the session's grader is still grading the answer
     decision: Decision
     state: SessionState  # after the move
     notices: list[str] = field(default_factory=list)
@@ -51,11 +102,25 @@ class Outcome:
 
 
 class Engine:
-    def __init__(self, store: Store, bank: Bank, grader: RubricGrader, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        store: Store,
+        bank: Bank,
+        grader: RubricGrader,
+        clock: Callable[[], float] = time.time,
+        offline: RubricGrader | None = None,
+    ):
         self.store = store
         self.bank = bank
         self.grader = grader
         self.clock = clock
+        # the fast reading every decision is made on: the grader itself offline, else its offline twin
+        self.offline: RubricGrader = offline if offline is not None else getattr(grader, "offline", grader)
+
+    @property
+    def grades_at_once(self) -> bool:
+        """True when the session's grader is the offline one: the grade is there as soon as the decision."""
+        return self.grader is self.offline
 
     # -- reading -----------------------------------------------------------------------------------
     def state(self, session_id: str) -> SessionState:
@@ -70,39 +135,75 @@ class Engine:
         row = self.store.create_session(mode, lang, plan, self.grader.name, max_followups, self.clock())
         return SessionState(row, [], self.bank, self.clock())
 
-    def open(self, session_id: str) -> SessionState:
-        """The session, with any answer whose grading was cut off (a crash, a kill) graded now."""
+    def open(self, session_id: str, grade: bool = True, settle_s: float = 0.0) -> SessionState:
+        """The session, with an answer whose next move was cut off (a crash, a kill, a dropped
+        stream) decided now, offline; one committed less than ``settle_s`` ago is left to the live
+        turn that is deciding it. With ``grade``, every pending grade is computed here too (a face
+        without a background worker: the terminal, a script)."""
         state = self.state(session_id)
-        pending = [t for t in state.turns if t.status == "pending"]
-        if not pending:
-            return state
-        for turn in pending:
-            self._grade_and_record(state, turn)
-        return self.state(session_id)
+        undecided = [t for t in state.undecided if t.answered_at <= state.now - settle_s]
+        for turn in undecided:
+            before = SessionState(state.row, [t for t in state.turns if t.seq < turn.seq], self.bank, state.now)
+            self.decide(Committed(before, turn))
+        if grade:
+            for turn in self.state(session_id).grading:
+                self.grade(turn.id)
+        return self.state(session_id) if undecided or grade else state
 
-    def resume(self, session_id: str) -> SessionState:
+    def resume(self, session_id: str, grade: bool = True) -> SessionState:
         """Come back to a session: the time away does not count against the round."""
-        self.open(session_id)
+        self.open(session_id, grade=grade)
         self.store.mark_prompt_shown(session_id, self.clock())
         return self.state(session_id)
 
     # -- the candidate's moves ---------------------------------------------------------------------
     # Each move may name the position (``SessionState.position``) of the view it was made on; a
     # move made on a view that is no longer current is refused with StaleMove and records nothing.
+    # ``submit``, ``skip``, ``dont_know`` and ``retry`` are the whole move with the engine deciding
+    # (and grading, when that is synchronous); a live face calls commit, options and decide itself.
     def submit(self, session_id: str, answer: str, at: int | None = None) -> Outcome:
-        return self._answer(self._current(session_id, at), "answer", answer)
+        return self._whole(self.commit(session_id, "answer", answer, at=at))
 
     def skip(self, session_id: str, at: int | None = None) -> Outcome:
-        return self._answer(self._current(session_id, at), "skip", None)
+        return self._whole(self.commit(session_id, "skip", None, at=at))
 
     def dont_know(self, session_id: str, at: int | None = None) -> Outcome:
-        return self._answer(self._current(session_id, at), "dont-know", None)
+        return self._whole(self.commit(session_id, "dont-know", None, at=at))
 
     def retry(self, session_id: str, answer: str, at: int | None = None) -> Outcome:
+        return self._whole(self.commit_retry(session_id, answer, at=at))
+
+    def _whole(self, committed: Committed) -> Outcome:
+        """Decide, then grade here and now (a script, a test, a batch: nobody is waiting to talk)."""
+        outcome = self.decide(committed)
+        if outcome.grade is not None:
+            return outcome
+        grade = self.grade(outcome.turn_id)
+        return replace(outcome, grade=grade, state=self.state(committed.before.id))
+
+    def commit(self, session_id: str, kind: TurnKind, answer: str | None, at: int | None = None) -> Committed:
+        """Store the answer (or the pass) to the current prompt; nothing else happens to it yet."""
+        state = self._current(session_id, at)
+        prompt = state.prompt
+        if prompt.kind == "round-summary":
+            raise SessionError("the round is over: continue to the next round first")
+        if prompt.kind == "end":
+            raise SessionError("this interview is over")
+        if prompt.kind == "deciding":
+            raise SessionError("the interviewer is still answering your last answer: wait a moment")
+        turn = self.store.add_turn(
+            state.id, kind, prompt.question_id, prompt.followup_id, prompt.round, answer, prompt.text, prompt.asked_by,
+            state.row.prompt_shown_at, self.clock(), after_seq=state.position,
+        )  # fmt: skip
+        return Committed(state, turn)
+
+    def commit_retry(self, session_id: str, answer: str, at: int | None = None) -> Committed:
         """Practice mode: answer the last answered prompt again, as a new attempt."""
         state = self._current(session_id, at)
         if state.mode != "practice":
             raise SessionError("retries are for practice mode; in an interview you answer once")
+        if state.prompt.kind == "deciding":
+            raise SessionError("the interviewer is still answering your last answer: wait a moment")
         last = state.last_answered()
         if last is None:
             raise SessionError("there is no answer to retry yet")
@@ -112,7 +213,7 @@ class Engine:
             state.id, "answer", last.question_id, last.followup_id, last.round, answer, asked, last.asked_by,
             state.row.prompt_shown_at, self.clock(), attempt=attempt, after_seq=state.position,
         )  # fmt: skip
-        return self._after(state, turn)
+        return Committed(state, turn)
 
     def proceed(self, session_id: str, at: int | None = None) -> SessionState:
         """Continue after a round's summary."""
@@ -128,8 +229,7 @@ class Engine:
         return self.state(session_id)
 
     def record_wording(self, state: SessionState, wording: str) -> None:
-        """How the model worded the follow-up the engine chose: the choice (which follow-up, aimed
-        at what, within the cap) stays the engine's; only the words are the model's."""
+        """How the model worded the follow-up the engine chose (the choice stays the engine's)."""
         turn = state.decision_turn()
         if turn is not None and wording.strip():
             self.store.record_wording(turn.id, wording.strip())
@@ -140,70 +240,120 @@ class Engine:
             raise StaleMove()
         return state
 
-    # -- grading and what follows ------------------------------------------------------------------
-    def _answer(self, state: SessionState, kind: TurnKind, answer: str | None) -> Outcome:
-        prompt = state.prompt
-        if prompt.kind == "round-summary":
-            raise SessionError("the round is over: continue to the next round first")
-        if prompt.kind == "end":
-            raise SessionError("this interview is over")
-        if prompt.kind == "grading":
-            raise SessionError("the last answer is still being graded: wait a moment")
-        turn = self.store.add_turn(
-            state.id, kind, prompt.question_id, prompt.followup_id, prompt.round, answer, prompt.text, prompt.asked_by,
-            state.row.prompt_shown_at, self.clock(), after_seq=state.position,
-        )  # fmt: skip
-        return self._after(state, turn)
-
-    def _after(self, before: SessionState, turn: Turn) -> Outcome:
-        grade, decision, notices = self._grade_and_record(before, turn)
-        return Outcome(turn.id, grade, decision, self.state(before.id), notices)
-
-    def _grade_and_record(self, state: SessionState, turn: Turn) -> tuple[Grade, Decision, list[str]]:
+    # -- what follows an answer --------------------------------------------------------------------
+    def options(self, committed: Committed) -> Options:
+        """What may follow the committed answer, read offline in milliseconds."""
+        before, turn = committed.before, committed.turn
         assert turn.question_id is not None
         question = self.bank.get(turn.question_id)
-        followup = next((f for f in question.followups if f.id == turn.followup_id), None)
-        started = time.perf_counter()
-        if turn.kind == "answer":
-            text = turn.answer or ""
-            grade = self.grader.grade(question, text) if followup is None else self.grader.grade_followup(question, followup, text)
-        else:
-            grade = self._passed(question, followup, turn.kind, state.lang)
-        grading_ms = (time.perf_counter() - started) * 1000
-        earlier = [t for t in state.turns if t.seq < turn.seq]
-        answered = SessionState(state.row, [*earlier, turn], self.bank, self.clock())
-        decision = self._decide(answered, question, grade, turn)
-        notices = [TIME_UP[state.lang]] if decision.action == "move-on" and "time" in decision.reason else []
-        after = SessionState(state.row, [*earlier, _graded(turn, grade, decision)], self.bank, answered.now)
-        self.store.record_grade(
-            GradeRecord(
-                turn_id=turn.id,
-                grade=grade,
-                grading_ms=grading_ms,
-                decision=decision,
-                reviews=_reviews(question, grade, turn),
-                now=self.clock(),
-                finished=after.finished,
+        mine = [*before.turns_of(question.id), turn]
+        said = "\n\n".join(t.answer for t in mine if t.kind == "answer" and t.answer)
+        base = self.offline.grade(question, said)
+        asked = list(dict.fromkeys(t.followup_id for t in mine if t.followup_id))
+        own_id = f"own-{turn.seq}"
+        answered = before.followup(question, turn.followup_id)
+        imposed = self._imposed(before, question, base, turn, asked)
+        if imposed is not None:
+            return Options(question, answered, said, base, [], [], own_id, imposed, imposed=True)
+
+        def already_answered(followup: FollowUp) -> bool:  # the answer meets the follow-up's own rubric
+            return self.offline.grade_followup(question, followup, said).score >= ANSWERED_SCORE
+
+        fallback = choose(question, base, asked, before.row.max_followups, already_answered)
+        allowed = eligible(question, base, asked, already_answered)
+        covered = evidenced(base)
+        probed = {target for f in before.followups_of(question) if f.id in asked for target in f.targets}
+        open_targets = [c.id for c in question.criteria if c.id not in covered and c.id not in probed]
+        return Options(question, answered, said, base, allowed, open_targets, own_id, fallback, imposed=False)
+
+    def decide(self, committed: Committed, move: Decision | None = None, options: Options | None = None) -> Outcome:
+        """Record what follows the committed answer: ``move`` (the live interviewer's) if it keeps
+        to the options, else the engine's own choice. Offline, the grade is recorded with it."""
+        before, turn = committed.before, committed.turn
+        options = options or self.options(committed)
+        decision = options.accept(move)
+        notices = [TIME_UP[before.lang]] if decision.action == "move-on" and "time" in decision.reason else []
+        earlier = [t for t in before.turns if t.seq < turn.seq]
+        decided = replace(turn, decision=decision)
+        grade: Grade | None = None
+        if turn.kind in GAVE_UP or self.grades_at_once:
+            started = time.perf_counter()
+            if turn.kind in GAVE_UP:
+                grade = self._passed(options.question, options.answered, turn.kind, before.lang)
+            elif options.answered is None and turn.answer == options.said:
+                grade = options.base  # the offline reading is the grade itself
+            else:
+                grade = self._grade_answer(options.question, options.answered, turn, before.lang)
+            after = SessionState(before.row, [*earlier, replace(decided, status="graded", grade=grade)], self.bank, self.clock())
+            self.store.record_grade(
+                GradeRecord(
+                    turn_id=turn.id,
+                    grade=grade,
+                    grading_ms=(time.perf_counter() - started) * 1000,
+                    decision=decision,
+                    reviews=_reviews(options.question, grade, turn),
+                    now=after.now,
+                    finished=after.finished,
+                )
             )
+        else:
+            after = SessionState(before.row, [*earlier, decided], self.bank, self.clock())
+            recorded = self.store.record_decision(turn.id, decision, after.now, after.finished)
+            now = self.state(before.id)
+            stored = next(t for t in now.turns if t.id == turn.id)
+            if not recorded:  # decided meanwhile (a resume elsewhere): that decision stands
+                decision, notices = stored.decision or decision, []
+            return Outcome(turn.id, stored.grade, decision, now, notices)  # the grade may have come in meanwhile
+        return Outcome(turn.id, grade, decision, self.state(before.id), notices)
+
+    # -- grading -----------------------------------------------------------------------------------
+    def grade(self, turn_id: int, decide_first: bool = True) -> Grade | None:
+        """Grade one pending answer with the session's grader and move its review schedule, once:
+        None when the answer was graded already (by another worker, a resume). With
+        ``decide_first``, an answer whose next move was never decided (a crash) is decided first,
+        offline; a live turn grades alongside its own deciding and passes False."""
+        turn = self.store.turn(turn_id)
+        if turn.status != "pending":
+            return None
+        state = self.state(turn.session_id)
+        assert turn.question_id is not None
+        if turn.decision is None and decide_first:
+            before = SessionState(state.row, [t for t in state.turns if t.seq < turn.seq], self.bank, state.now)
+            outcome = self.decide(Committed(before, turn))
+            if outcome.grade is not None:
+                return outcome.grade
+        question = self.bank.get(turn.question_id)
+        followup = state.followup(question, turn.followup_id)
+        started = time.perf_counter()
+        if turn.kind in GAVE_UP:
+            grade = self._passed(question, followup, turn.kind, state.lang)
+        else:
+            grade = self._grade_answer(question, followup, turn, state.lang)
+        record = GradeRecord(
+            turn_id=turn.id,
+            grade=grade,
+            grading_ms=(time.perf_counter() - started) * 1000,
+            decision=None,
+            reviews=_reviews(question, grade, turn),
+            now=self.clock(),
         )
-        return grade, decision, notices
+        return grade if self.store.record_grade(record) else None
+
+    def _grade_answer(self, question: Question, followup: FollowUp | None, turn: Turn, lang: Lang) -> Grade:
+        text = turn.answer or ""
+        if followup is None:
+            return self.grader.grade(question, text)
+        return self.grader.grade_followup(question, followup, text)
 
     @staticmethod
-    def _decide(answered: SessionState, question: Question, grade: Grade, turn: Turn) -> Decision:
-        """What follows ``turn``, given the session up to and including it."""
+    def _imposed(before: SessionState, question: Question, base: Grade, turn: Turn, asked: list[str]) -> Decision | None:
+        """A move-on the rules impose, whoever decides: a pass, the round's clock, the cap, nothing said."""
         if turn.kind in GAVE_UP:
             return Decision(action="move-on", reason="the candidate passed")
-        mine = [t for t in answered.turns_of(question.id) if t.id != turn.id]
-        asked = list(dict.fromkeys(t.followup_id for t in [*mine, turn] if t.followup_id))
-        left = answered.time_left(question.round)
+        left = before.time_left(question.round)
         if left is not None and left <= 0:
             return Decision(action="move-on", reason="the round's time is up")
-        base = grade
-        if turn.followup_id is not None:  # a follow-up is chosen against the main answer's gaps
-            main = [t for t in mine if t.followup_id is None and t.grade is not None]
-            if main and main[-1].grade is not None:
-                base = main[-1].grade
-        return choose(question, base, asked, answered.row.max_followups)
+        return limit(base, asked, before.row.max_followups)
 
     @staticmethod
     def _passed(question: Question, followup: FollowUp | None, kind: str, lang: Lang) -> Grade:
@@ -219,10 +369,6 @@ class Engine:
             grader_version="1",
             rubric_version=question.version,
         )
-
-
-def _graded(turn: Turn, grade: Grade, decision: Decision) -> Turn:
-    return replace(turn, status="graded", grade=grade, decision=decision)
 
 
 def _reviews(question: Question, grade: Grade, turn: Turn) -> list[tuple[str, str, int]]:

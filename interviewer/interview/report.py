@@ -94,7 +94,7 @@ def build(state: SessionState) -> Report:
                 score=q.score,
                 grade=last.turn.grade if last else None,
             )
-            for followup in question.followups:
+            for followup in state.followups_of(question):  # the bank's, then the model's own
                 asked = [e for e in mine if e.turn.followup_id == followup.id]
                 if asked:
                     e = asked[-1]

@@ -19,7 +19,7 @@ from interviewer.interview.store import AskedBy, SessionRow, Turn
 FOLLOWUP_SHARE = 0.3  # how much the answered follow-ups weigh in a question's score
 GAVE_UP = frozenset({"skip", "dont-know"})
 
-PromptKind = Literal["question", "followup", "grading", "round-summary", "end"]
+PromptKind = Literal["question", "followup", "deciding", "round-summary", "end"]
 
 
 def format_clock(seconds: int | None) -> str:
@@ -176,8 +176,8 @@ class SessionState:
         for index, question_id in enumerate(questions):
             question = self.bank.get(question_id)
             mine = self.turns_of(question_id)
-            if mine and mine[-1].status == "pending":
-                return Prompt("grading", "", round=question.round, question_id=question_id, number=index + 1, total=len(questions))
+            if mine and mine[-1].decision is None:  # the interviewer is still choosing what follows
+                return Prompt("deciding", "", round=question.round, question_id=question_id, number=index + 1, total=len(questions))
             step = self._open_step(question, mine)
             if step is not None:
                 return self._question_prompt(question, step, index, mine)
@@ -198,6 +198,30 @@ class SessionState:
     def exchanges(self) -> list[Exchange]:
         """Every answered, skipped or unknown turn, in order, with the words it was asked with."""
         return [Exchange(t, t.asked or self._bank_wording(t)) for t in self.turns if t.kind != "summary" and t.question_id]
+
+    @property
+    def undecided(self) -> list[Turn]:
+        """Answers whose next move is not recorded yet (being decided, or cut off by a crash)."""
+        return [t for t in self.turns if t.kind != "summary" and t.decision is None]
+
+    @property
+    def grading(self) -> list[Turn]:
+        """The answers whose grade is still being computed (the interview goes on meanwhile)."""
+        return [t for t in self.turns if t.status == "pending"]
+
+    def followups_of(self, question: Question) -> list[FollowUp]:
+        """The bank's follow-ups of ``question`` and those the model asked of its own in this session."""
+        own = [
+            followup
+            for t in self.turns_of(question.id)
+            if t.decision is not None and t.decision.own is not None
+            for followup in [t.decision.followup_of(question)]
+            if followup is not None
+        ]
+        return [*question.followups, *own]
+
+    def followup(self, question: Question, followup_id: str | None) -> FollowUp | None:
+        return next((f for f in self.followups_of(question) if f.id == followup_id), None) if followup_id else None
 
     def turns_of(self, question_id: str) -> list[Turn]:
         return [t for t in self.turns if t.question_id == question_id and t.kind != "summary"]
@@ -269,8 +293,7 @@ class SessionState:
     def _bank_wording(self, turn: Turn) -> str:
         assert turn.question_id is not None
         question = self.bank.get(turn.question_id)
-        followup = next((f for f in question.followups if f.id == turn.followup_id), None)
-        return (followup or question).question.get(self.lang)
+        return (self.followup(question, turn.followup_id) or question).question.get(self.lang)
 
     def _round_score(self, number: int) -> RoundScore:
         return next(r for r in self.scores.rounds if r.round == number)

@@ -228,10 +228,10 @@ class GradeRecord:
     turn_id: int
     grade: Grade
     grading_ms: float
-    decision: Decision | None
+    decision: Decision | None  # None: the turn keeps the decision recorded before its grade
     reviews: list[tuple[str, str, int]]  # (criterion key, question id, SM-2 quality) to move
     now: float
-    finished: bool  # the session is over once this turn is recorded
+    finished: bool = False  # the session is over once this turn is recorded (with a decision)
 
 
 class Store:
@@ -374,16 +374,33 @@ class Store:
             row = db.execute("SELECT * FROM turns WHERE id = ?", (cursor.lastrowid,)).fetchone()
         return _turn(row)
 
-    def record_grade(self, record: GradeRecord) -> bool:
-        """The grade, the decision, the review schedule and the session's clock, in one transaction.
+    def record_decision(self, turn_id: int, decision: Decision, now: float, finished: bool) -> bool:
+        """What follows an answer, before its grade: the next prompt appears (its clock starts) and
+        ``finished`` ends the session, in one transaction. Only an undecided turn is recorded (a
+        second tab, a resume after a crash): False when another decision came first. The grade
+        may already be in: it is computed alongside, from the moment the answer is committed."""
+        with self.transaction() as db:
+            cursor = db.execute(
+                "UPDATE turns SET decision = ? WHERE id = ? AND decision IS NULL",
+                (decision.model_dump_json(), turn_id),
+            )
+            if cursor.rowcount == 0:
+                return False
+            self._next_prompt_shown(db, turn_id, now, finished)
+        return True
 
-        Only a turn still pending is recorded: a turn graded meanwhile (another tab, a resume) is
-        left as it is and False is returned, so no grade and no schedule move is applied twice."""
+    def record_grade(self, record: GradeRecord) -> bool:
+        """The grade and the review schedule (and, given one, the decision with the session's clock),
+        in one transaction.
+
+        Only a turn still pending is recorded: a turn graded meanwhile (another tab, a resume, a
+        second worker) is left as it is and False is returned, so no grade and no schedule move is
+        applied twice. Without a decision in the record the turn keeps the one it has."""
         grade = record.grade
         with self.transaction() as db:
             cursor = db.execute(
                 "UPDATE turns SET status = 'graded', grade = ?, grader = ?, grader_version = ?, rubric_version = ?,"
-                " graded_at = ?, grading_ms = ?, decision = ? WHERE id = ? AND status = 'pending'",
+                " graded_at = ?, grading_ms = ?, decision = COALESCE(?, decision) WHERE id = ? AND status = 'pending'",
                 (
                     grade.model_dump_json(),
                     grade.grader,
@@ -401,13 +418,35 @@ class Store:
                 row = db.execute("SELECT * FROM reviews WHERE key = ?", (key,)).fetchone()
                 previous = _schedule(row) if row is not None else Schedule(key=key, question_id=question_id)
                 _save_schedule(db, review(previous, quality, record.now), record.now)
-            status = "'finished'" if record.finished else "status"
-            db.execute(
-                f"UPDATE sessions SET updated_at = ?, prompt_shown_at = ?, status = {status}"
-                " WHERE id = (SELECT session_id FROM turns WHERE id = ?)",
-                (record.now, record.now, record.turn_id),
-            )
+            if record.decision is not None:
+                self._next_prompt_shown(db, record.turn_id, record.now, record.finished)
+            else:
+                db.execute(
+                    "UPDATE sessions SET updated_at = ? WHERE id = (SELECT session_id FROM turns WHERE id = ?)",
+                    (record.now, record.turn_id),
+                )
         return True
+
+    @staticmethod
+    def _next_prompt_shown(db: sqlite3.Connection, turn_id: int, now: float, finished: bool) -> None:
+        status = "'finished'" if finished else "status"
+        db.execute(
+            f"UPDATE sessions SET updated_at = ?, prompt_shown_at = ?, status = {status}"
+            " WHERE id = (SELECT session_id FROM turns WHERE id = ?)",
+            (now, now, turn_id),
+        )
+
+    def pending(self) -> list[tuple[str, int]]:
+        """(session id, turn id) of every answer still waiting for its grade, oldest first: the
+        grading work a restart resumes."""
+        rows = self.db.execute("SELECT session_id, id FROM turns WHERE status = 'pending' ORDER BY answered_at, id")
+        return [(r[0], r[1]) for r in rows]
+
+    def turn(self, turn_id: int) -> Turn:
+        row = self.db.execute("SELECT * FROM turns WHERE id = ?", (turn_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no turn {turn_id}")
+        return _turn(row)
 
     def record_wording(self, turn_id: int, wording: str) -> None:
         """The model's wording of the follow-up chosen after this turn (the choice stays the engine's)."""

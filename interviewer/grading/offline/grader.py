@@ -63,7 +63,8 @@ class OfflineGrader:
         return self._grade(answer, criteria, question.id, question.version, question.references, lang, asked)
 
     def grade_followup(self, question: Question, followup: FollowUp, answer: str, lang: Lang | None = None) -> Grade:
-        criteria = self._compile(f"{question.id}/{followup.id}", tuple(followup.criteria))
+        # keyed by the criteria too: a model's own follow-up ("own-<n>") probes different ones per session
+        criteria = self._compile(f"{question.id}/{followup.id}:{','.join(c.id for c in followup.criteria)}", tuple(followup.criteria))
         key, asked = f"{question.id}/{followup.id}", (followup.question.zh, followup.question.en)
         return self._grade(answer, criteria, key, question.version, followup.references, lang, asked)
 
