@@ -1,9 +1,12 @@
-"""One offline turn of an interview: commit the answer, grade it, choose the follow-up, store it.
+"""One offline turn of an interview: commit the answer, read it, choose what follows, store it.
 
     python benchmarks/bench_session.py [--turns 200]
 
-Times ``Engine.submit`` end to end (two SQLite transactions in WAL mode, the offline grader, the
-follow-up policy) in a warm process on a temporary store, cycling through real answers.
+Times ``Engine.submit`` end to end (two SQLite transactions in WAL mode, the offline reading of the
+answer against the question's rubric and against each follow-up it might ask, to know what the
+answer already covered, the follow-up policy) in a warm process (every rubric compiled, as a
+server has them after its first interviews) on a temporary store, cycling through real answers,
+each made unique so that no reading of an earlier turn is reused.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ def main(turns: int = 200) -> None:
     texts = list(ANSWERS.values())
     with tempfile.TemporaryDirectory() as tmp:
         engine = Engine(Store(Path(tmp) / "sessions.db").open(), services.bank, services.offline_grader)
-        services.offline_grader.grade(services.bank.get("q01"), texts[0])  # warm-up: jieba, rubric phrases
+        for question in services.bank.questions:  # warm-up: jieba, every rubric's phrases compiled once
+            services.offline_grader.grade(question, texts[0])
+            for followup in question.followups:
+                services.offline_grader.grade_followup(question, followup, texts[0])
         times: list[float] = []
         state = engine.start(make_plan(services.bank, "full"), mode="practice")
         for i in range(turns):
@@ -40,7 +46,7 @@ def main(turns: int = 200) -> None:
                 else:
                     state = engine.start(make_plan(services.bank, "full"), mode="practice")
             started = time.perf_counter()
-            state = engine.submit(state.id, texts[i % len(texts)]).state
+            state = engine.submit(state.id, f"{texts[i % len(texts)]}\n\n({i})").state
             times.append((time.perf_counter() - started) * 1000)
     times.sort()
     p95 = times[int(0.95 * len(times))]

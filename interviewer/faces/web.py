@@ -165,8 +165,7 @@ class Handlers:
         """Come back to a session: the time away does not count against the round."""
         if not session_id.strip():
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        self._state(session_id.strip())
-        state = self.engine.resume(session_id.strip(), grade=False)
+        state = self.engine.resume(session_id.strip(), grade=False, settle_s=self.settings.interview.live_total_s + 2)
         for turn in state.grading:  # after a restart: what was left pending is graded again, once
             self.worker.submit(turn.id)
         return self.view(state)

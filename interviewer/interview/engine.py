@@ -19,12 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from interviewer.content.bank import Bank
 from interviewer.content.rubric import FollowUp, Lang, Question
 from interviewer.errors import InterviewerError
 from interviewer.grading.grade import Grade, RubricGrader
-from interviewer.interview.followups import ANSWERED_SCORE, Decision, OwnFollowUp, choose, eligible, evidenced, limit
+from interviewer.interview.followups import Decision, OwnFollowUp, already_answered, choose, eligible, evidenced, limit
 from interviewer.interview.plan import Plan
 from interviewer.interview.schedule import quality
 from interviewer.interview.state import GAVE_UP, Prompt, SessionState
@@ -54,31 +55,42 @@ class Options:
     answered: FollowUp | None  # the follow-up the turn answered; None: the question itself
     said: str  # everything the candidate has said on this question so far
     base: Grade  # the offline reading of ``said`` against the question's rubric
-    allowed: list[FollowUp]  # the bank's follow-ups that may be asked
     open_targets: list[str]  # criteria the answer does not evidence: an own follow-up aims at these
     own_id: str  # the id an own follow-up of this turn gets
     fallback: Decision  # the engine's own choice
     imposed: bool  # the rules decide; nobody else is asked
+    eligible: Callable[[], list[FollowUp]] = list  # the bank's follow-ups that may be asked (read when needed)
+
+    @cached_property
+    def allowed(self) -> list[FollowUp]:
+        """The bank's follow-ups that may be asked: only the live interviewer needs them all, so
+        they are read against the answer when first asked for (the offline path reads fewer)."""
+        return [] if self.imposed else self.eligible()
 
     def accept(self, move: Decision | None) -> Decision:
         """``move`` (the live interviewer's) when it keeps to the options, else the engine's choice."""
         if move is None or self.imposed:
             return self.fallback
+        covered, answered = self.fallback.covered, self.fallback.answered  # what the engine read, kept with any move
         if move.action == "move-on":
-            return move.model_copy(update={"by": "model", "followup": None, "aims_at": [], "own": None, "wording": None})
+            return Decision(action="move-on", reason=move.reason, by="model", covered=covered, answered=answered)
         wording = (move.wording or "").strip()
         if move.own is not None:
             targets = [t for t in dict.fromkeys(move.own.targets) if t in self.open_targets]
             if not targets or not wording:
                 return self.fallback
             own = OwnFollowUp(id=self.own_id, targets=targets, expects=[e.strip() for e in move.own.expects if e.strip()][:6])
-            return Decision(action="ask", reason=move.reason, followup=own.id, aims_at=targets, wording=wording, own=own, by="model")
+            return Decision(
+                action="ask", reason=move.reason, followup=own.id, aims_at=targets, wording=wording, own=own, by="model",
+                covered=covered, answered=answered,
+            )  # fmt: skip
         chosen = next((f for f in self.allowed if f.id == move.followup), None)
         if chosen is None:
             return self.fallback
         return Decision(
-            action="ask", reason=move.reason, followup=chosen.id, aims_at=list(chosen.targets), wording=wording or None, by="model"
-        )
+            action="ask", reason=move.reason, followup=chosen.id, aims_at=list(chosen.targets), wording=wording or None, by="model",
+            covered=covered, answered=answered,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -150,9 +162,9 @@ class Engine:
                 self.grade(turn.id)
         return self.state(session_id) if undecided or grade else state
 
-    def resume(self, session_id: str, grade: bool = True) -> SessionState:
+    def resume(self, session_id: str, grade: bool = True, settle_s: float = 0.0) -> SessionState:
         """Come back to a session: the time away does not count against the round."""
-        self.open(session_id, grade=grade)
+        self.open(session_id, grade=grade, settle_s=settle_s)
         self.store.mark_prompt_shown(session_id, self.clock())
         return self.state(session_id)
 
@@ -247,24 +259,34 @@ class Engine:
         assert turn.question_id is not None
         question = self.bank.get(turn.question_id)
         mine = [*before.turns_of(question.id), turn]
-        said = "\n\n".join(t.answer for t in mine if t.kind == "answer" and t.answer)
+        texts = [t.answer for t in mine if t.kind == "answer" and t.answer]
+        said = "\n\n".join(texts)
         base = self.offline.grade(question, said)
         asked = list(dict.fromkeys(t.followup_id for t in mine if t.followup_id))
         own_id = f"own-{turn.seq}"
         answered = before.followup(question, turn.followup_id)
         imposed = self._imposed(before, question, base, turn, asked)
         if imposed is not None:
-            return Options(question, answered, said, base, [], [], own_id, imposed, imposed=True)
+            return Options(question, answered, said, base, [], own_id, imposed, imposed=True)
+        # what the candidate has covered on this question: in all that was said, or at an earlier decision
+        # (a later answer cannot take back what an earlier one covered)
+        earlier = [t.decision for t in before.turns_of(question.id) if t.decision is not None]
+        covered = evidenced(base).union(*(d.covered for d in earlier))
+        spoken = {f: True for d in earlier for f in d.answered}
 
-        def already_answered(followup: FollowUp) -> bool:  # the answer meets the follow-up's own rubric
-            return self.offline.grade_followup(question, followup, said).score >= ANSWERED_SCORE
+        def spoken_to(followup: FollowUp) -> bool:  # what was said already answers the follow-up (read once)
+            if followup.id not in spoken:
+                spoken[followup.id] = already_answered(self.offline.grade_followup(question, followup, said))
+            return spoken[followup.id]
 
-        fallback = choose(question, base, asked, before.row.max_followups, already_answered)
-        allowed = eligible(question, base, asked, already_answered)
-        covered = evidenced(base)
+        chosen = choose(question, base, asked, before.row.max_followups, spoken_to, covered)
+        fallback = chosen.model_copy(update={"covered": sorted(covered), "answered": sorted(f for f, yes in spoken.items() if yes)})
         probed = {target for f in before.followups_of(question) if f.id in asked for target in f.targets}
         open_targets = [c.id for c in question.criteria if c.id not in covered and c.id not in probed]
-        return Options(question, answered, said, base, allowed, open_targets, own_id, fallback, imposed=False)
+        return Options(
+            question, answered, said, base, open_targets, own_id, fallback, imposed=False,
+            eligible=lambda: eligible(question, base, asked, spoken_to, covered),
+        )  # fmt: skip
 
     def decide(self, committed: Committed, move: Decision | None = None, options: Options | None = None) -> Outcome:
         """Record what follows the committed answer: ``move`` (the live interviewer's) if it keeps

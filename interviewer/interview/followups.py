@@ -29,6 +29,14 @@ COVERED_SHARE = 0.75  # a criterion scored at 75% of its scale or more is eviden
 ANSWERED_SCORE = 6.0  # an answer scoring this on a follow-up's own rubric has already answered it
 
 
+def already_answered(grade: Grade) -> bool:
+    """True when an answer, read against a follow-up's own rubric (``grade``), has already answered
+    that follow-up: it scores ``ANSWERED_SCORE``, or it speaks to every one of its points (each
+    criterion at 1 or more). A follow-up asking for what was just said is the one question a real
+    interviewer never asks; probing further is the model's, or the next question's."""
+    return grade.score >= ANSWERED_SCORE or (bool(grade.criteria) and all(c.score >= 1 for c in grade.criteria))
+
+
 class OwnFollowUp(BaseModel):
     """A follow-up the model asked of its own, as stored with the decision that asked it."""
 
@@ -51,6 +59,9 @@ class Decision(BaseModel):
     wording: str | None = None  # the model's words for that follow-up, once the model has worded it
     own: OwnFollowUp | None = None  # set when the follow-up is the model's own
     by: Literal["engine", "model"] = "engine"  # who chose it
+    # what the candidate had covered on this question when it was decided, carried to the next decision
+    covered: list[str] = Field(default_factory=list)  # criteria evidenced
+    answered: list[str] = Field(default_factory=list)  # bank follow-ups found already answered
 
     def followup_of(self, question: Question) -> FollowUp | None:
         if self.own is not None and self.own.id == self.followup:
@@ -90,17 +101,22 @@ def evidenced(grade: Grade) -> set[str]:
     return {c.id for c in grade.criteria if not c.misconceptions and c.score >= COVERED_SHARE * c.max_score}
 
 
-def covers(targets: Sequence[str], grade: Grade) -> bool:
-    """True when the answer already evidences every one of ``targets``."""
-    return set(targets) <= evidenced(grade)
+def covers(targets: Sequence[str], grade: Grade | set[str]) -> bool:
+    """True when the answer (its grade, or the criteria it evidences) evidences every one of ``targets``."""
+    return set(targets) <= (grade if isinstance(grade, set) else evidenced(grade))
 
 
 def eligible(
-    question: Question, grade: Grade, asked: Sequence[str], answered: Callable[[FollowUp], bool] = lambda f: False
+    question: Question,
+    grade: Grade,
+    asked: Sequence[str],
+    answered: Callable[[FollowUp], bool] = lambda f: False,
+    covered: set[str] | None = None,
 ) -> list[FollowUp]:
     """The bank's follow-ups that may still be asked: not asked yet, their targets not all evidenced
-    by ``grade``, and not already answered (``answered``: the answer meets the follow-up's own rubric)."""
-    return [f for f in question.followups if f.id not in asked and not covers(f.targets, grade) and not answered(f)]
+    (``covered``, by default what ``grade`` evidences), and not already answered (``answered``)."""
+    evidence = evidenced(grade) if covered is None else covered
+    return [f for f in question.followups if f.id not in asked and not covers(f.targets, evidence) and not answered(f)]
 
 
 def limit(grade: Grade, asked: Sequence[str], max_followups: int = DEFAULT_MAX_FOLLOWUPS) -> Decision | None:
@@ -118,14 +134,16 @@ def choose(
     asked: Sequence[str],
     max_followups: int = DEFAULT_MAX_FOLLOWUPS,
     answered: Callable[[FollowUp], bool] = lambda f: False,
+    covered: set[str] | None = None,
 ) -> Decision:
-    """The next step after ``grade``, given the follow-up ids already asked for this question."""
+    """The next step after ``grade``, given the follow-up ids already asked for this question;
+    ``covered`` (by default what ``grade`` evidences) and ``answered`` rule follow-ups out."""
     imposed = limit(grade, asked, max_followups)
     if imposed is not None:
         return imposed
     if not [f for f in question.followups if f.id not in asked]:
         return Decision(action="move-on", reason="every follow-up has been asked")
-    remaining = eligible(question, grade, asked, answered)
+    remaining = eligible(question, grade, asked, answered, covered)
     if not remaining:
         return Decision(action="move-on", reason="the answer already covers what the remaining follow-ups ask")
     probed = {target for f in question.followups if f.id in asked for target in f.targets}

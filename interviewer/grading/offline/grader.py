@@ -17,6 +17,8 @@ that read the question back, keyword lists and filler around one or two points a
 
 from __future__ import annotations
 
+import functools
+
 from interviewer.content.bank import Bank
 from interviewer.content.rubric import Criterion, FollowUp, Lang, Question
 from interviewer.grading.calibration import Calibration
@@ -49,6 +51,12 @@ class OfflineGrader:
         self.bank = bank
         self.topics = TopicModel(segmenter, bank)
         self._compiled: dict[str, tuple[CompiledCriterion, ...]] = {}
+        # one turn reads the same answer against several rubrics (the question's, each follow-up's,
+        # to know what it already covers): it is segmented, and judged on topic, once
+        self._read = functools.lru_cache(maxsize=64)(lambda text: Answer.read(text, self.segmenter))
+        self._off_topic = functools.lru_cache(maxsize=256)(
+            lambda text, question_id: self.topics.off_topic(set(self._read(text).tokens), question_id)
+        )
 
     # -- rubric phrases, segmented once per criterion --------------------------------------------
     def _compile(self, key: str, criteria: tuple[Criterion, ...]) -> tuple[CompiledCriterion, ...]:
@@ -94,10 +102,10 @@ class OfflineGrader:
         lang: Lang | None,
         asked: tuple[str, ...] = (),
     ) -> Grade:
-        answer = Answer.read(text, self.segmenter)
+        answer: Answer = self._read(text)
         language: Lang = lang or ("zh" if answer.lang == "zh" else "en")
         results, features = self.analyse(answer, criteria)
-        if answer.sentences and self.topics.off_topic(set(answer.tokens), question_id.split("/")[0]):
+        if answer.sentences and self._off_topic(text, question_id.split("/")[0]):
             features.flags.append("off-topic")
         if answer.gibberish:
             features.flags.append("gibberish")
