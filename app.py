@@ -12,7 +12,7 @@ import os
 def main() -> None:
     # before gradio is imported: no version check or telemetry calls at start-up
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    from interviewer.application.startup import ready_index
+    from interviewer.application.startup import ready_index, warm
     from interviewer.faces.web import MAX_THREADS, create
     from interviewer.services import Services
     from interviewer.settings import Settings
@@ -20,6 +20,7 @@ def main() -> None:
     services = Services(Settings())
     if note := ready_index(services, progress=True):
         print(note)
+    warm(services)
     create(services).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), max_threads=MAX_THREADS)
 
 

@@ -118,7 +118,8 @@ def live_user(
     before = "".join(f"Earlier on this question the candidate said:\n{fenced(text)}\n\n" for text in earlier)
     return (
         f"Interview question: {question.question.get(lang)}\n\n"
-        f"Open criteria (the answers so far do not evidence them):\n{open_lines}\n\n"
+        f"Open criteria (a keyword reader did not find them fully evidenced; it misses much, so judge the answer"
+        f" yourself, and never ask about what it already explains):\n{open_lines}\n\n"
         f"Already covered or probed (never ask about these): {', '.join(covered) or '(none)'}\n\n"
         f"Follow-ups you may ask:\n{followup_lines}\n\n"
         f"Knowledge passages:\n{cited}\n\n"

@@ -38,8 +38,8 @@ def free_port() -> int:
 class App:
     """`python app.py` as a user starts it, on its own port and data folder."""
 
-    def __init__(self, home: Path, port: int):
-        self.home, self.port = home, port
+    def __init__(self, home: Path, port: int, env: dict[str, str] | None = None):
+        self.home, self.port, self.env = home, port, env or {}
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -47,7 +47,7 @@ class App:
         return f"http://127.0.0.1:{self.port}/"
 
     def start(self) -> App:
-        env = {**os.environ, "INTERVIEWER_HOME": str(self.home), "GRADIO_SERVER_PORT": str(self.port)}
+        env = {**os.environ, "INTERVIEWER_HOME": str(self.home), "GRADIO_SERVER_PORT": str(self.port), **self.env}
         self.process = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "app.py")], env=env, stdout=subprocess.DEVNULL)
         deadline = time.time() + 90
         while time.time() < deadline:
@@ -189,3 +189,41 @@ def test_two_users_never_see_each_others_answers(browser: Any, app: App) -> None
     assert "BRAVO" in chat_text(pages[1]) and "ALPHA" not in chat_text(pages[1])
     first.close()
     second.close()
+
+
+def test_with_a_model_the_next_question_comes_first_and_the_card_after(browser: Any, tmp_path: Path) -> None:
+    """The interviewer moves on at once while the model still grades (3 s); the practice feedback
+    card shows "grading" meanwhile, then the grade."""
+    import json
+
+    from interviewer.content.bank import load_bank
+    from tests.fake_openai import serve
+
+    q01 = load_bank(PROJECT_ROOT / "rubrics").get("q01")
+    criteria = [{"id": c.id, "score": 2, "evidence": [], "missing": ["more"], "misconceptions": []} for c in q01.criteria]
+    with serve() as (base_url, recorded):
+        recorded.script = [{"delay": 3.0, "content": json.dumps({"criteria": criteria, "feedback": "MODEL-FEEDBACK"})}]
+        recorded.streams = [{"stream": ["NEXT"]}]
+        env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-test", "INTERVIEWER_MODEL": "test-model",
+               "INTERVIEWER_LLM__STRUCTURED_OUTPUT": "json_schema"}  # fmt: skip
+        app = App(tmp_path / "home", free_port(), env).start()
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 1000})
+            page.goto(app.url)
+            start(page, "round 1", "practice", "en")
+            page.get_by_text("[q01]").first.wait_for()
+            page.wait_for_timeout(8000)  # a candidate reads the question; the server warms up meanwhile
+            answer(page, "Data parallel keeps a full copy per GPU and all-reduces the gradients after backward.")
+            clicked = time.monotonic()
+            page.get_by_text("[q02]").first.wait_for(timeout=10_000)
+            asked_after = time.monotonic() - clicked
+            assert page.get_by_text("the feedback card appears here when it is ready").first.is_visible()
+            assert "MODEL-FEEDBACK" not in page.content()
+            page.screenshot(path=str(ARTIFACTS / "model-next-question-before-grade.png"), full_page=True)
+            page.get_by_text("MODEL-FEEDBACK").first.wait_for(timeout=20_000)
+            carded_after = time.monotonic() - clicked
+            assert asked_after < 2.5 <= carded_after, (asked_after, carded_after)
+            page.screenshot(path=str(ARTIFACTS / "model-card-after-grade.png"), full_page=True)
+            page.close()
+        finally:
+            app.stop()

@@ -254,3 +254,28 @@ def test_concurrent_submits_to_one_session_are_refused_but_the_first(tmp_path: P
     assert sorted(results) == ["recorded"] + ["refused"] * 5
     (turn,) = handlers.services.store.turns(view.session_id)
     assert turn.question_id == "q01" and turn.answer and turn.answer.startswith("answer from tab")
+
+
+def test_the_report_waits_for_grades_still_being_computed(services: Services, tmp_path: Path) -> None:
+    """Interview mode goes on without grades; the report says grades are still coming, and is
+    written only once every answer is graded."""
+    from interviewer.faces.web import Handlers
+
+    grader = GateGrader(services.offline_grader)
+    handlers = Handlers(Services(Settings(home=tmp_path)))
+    engine = Engine(handlers.services.store, services.bank, grader)
+    handlers.services.engine = lambda grader=None: engine  # type: ignore[method-assign]  # the gate stands for a slow model
+    view = handlers.start("question", "q05", None, "interview", "en")
+    steps = list(handlers.answer(view.session_id, "I don't remember the tools, but I would look at the memory first."))
+    state = engine.state(view.session_id)
+    while state.prompt.kind == "followup":
+        handlers.skip(view.session_id)
+        state = engine.state(view.session_id)
+    shown = handlers.current(view.session_id)
+    assert state.prompt.kind == "end" and state.grading, "the answer is still being graded"
+    assert "still being graded" in shown.report and shown.report_file is None
+    grader.gate.set()
+    handlers.worker.wait(state.grading[0].id, 10)
+    done = handlers.current(view.session_id)
+    assert done.report_file is not None and "still being graded" not in done.report
+    assert steps[0].chat[-1]["content"] == "…"

@@ -16,3 +16,27 @@ def ready_index(services: Services, progress: bool) -> str | None:
         return f"knowledge index built: {report.passages} passages"
     threading.Thread(target=index.ensure_current, name="index-refresh", daemon=True).start()
     return None
+
+
+def warm(services: Services) -> threading.Thread:
+    """Prepare, in the background, what the first answer would otherwise wait for: every rubric's
+    phrases compiled for the offline reading (about 4 s on two cores) and, with a model, its client
+    (the import alone takes over a second). A candidate reads the first question meanwhile."""
+
+    def run() -> None:
+        grader = services.offline_grader
+        for question in services.bank.questions:
+            grader.grade(question, question.question.en)
+            for followup in question.followups:
+                grader.grade_followup(question, followup, followup.question.en)
+        if services.settings.endpoint.configured:
+            from interviewer.interview.interviewer import LLMInterviewer
+
+            interviewer = services.interviewer
+            if isinstance(interviewer, LLMInterviewer):
+                _ = interviewer.streamer.model  # builds the chat client
+            _ = services.model_grader.caller.model
+
+    thread = threading.Thread(target=run, name="warm-up", daemon=True)
+    thread.start()
+    return thread

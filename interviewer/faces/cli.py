@@ -375,11 +375,12 @@ def serve(
         credentials = (user, password)
     if share and credentials is None:
         raise InterviewerError("sharing beyond this machine needs a login: add --auth user:password")
-    from interviewer.application.startup import ready_index
+    from interviewer.application.startup import ready_index, warm
 
     services = _services()
     if note := ready_index(services, progress=sys.stderr.isatty()):
         console.print(note)
+    warm(services)
     create(services).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials, max_threads=MAX_THREADS
     )

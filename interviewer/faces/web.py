@@ -87,7 +87,10 @@ class View:
 
 def feedback_card(grade: Grade, lang: str) -> str:
     """The practice-mode feedback card: the score, any flags, then the criteria as in the report."""
-    lines = [f"### {TEXT[lang]['score']} {grade.score}/10", ""]
+    # the card may arrive after the next question is on screen: it names the answer it grades
+    asked = grade.question_id or ""
+    label = f"[{asked.split('/')[0]}{' ↪' if '/' in asked else ''}] " if asked else ""
+    lines = [f"### {label}{TEXT[lang]['score']} {grade.score}/10", ""]
     if grade.flags:
         lines.append("`" + "` `".join(grade.flags) + "`\n")
     if grade.feedback:  # the verdict first, one point a line (a bare newline would run them together)
