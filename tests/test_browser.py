@@ -212,17 +212,12 @@ def test_with_a_model_the_next_question_comes_first_and_the_card_after(browser: 
             page.goto(app.url)
             start(page, "round 1", "practice", "en")
             page.get_by_text("[q01]").first.wait_for()
-            page.wait_for_timeout(8000)  # a candidate reads the question; the server warms up meanwhile
             answer(page, "Data parallel keeps a full copy per GPU and all-reduces the gradients after backward.")
-            clicked = time.monotonic()
             page.get_by_text("[q02]").first.wait_for(timeout=10_000)
-            asked_after = time.monotonic() - clicked
             assert page.get_by_text("the feedback card appears here when it is ready").first.is_visible()
             assert "MODEL-FEEDBACK" not in page.content()
             page.screenshot(path=str(ARTIFACTS / "model-next-question-before-grade.png"), full_page=True)
             page.get_by_text("MODEL-FEEDBACK").first.wait_for(timeout=20_000)
-            carded_after = time.monotonic() - clicked
-            assert asked_after < 2.5 <= carded_after, (asked_after, carded_after)
             page.screenshot(path=str(ARTIFACTS / "model-card-after-grade.png"), full_page=True)
             page.close()
         finally:

@@ -154,10 +154,8 @@ def test_the_interview_goes_on_while_the_grade_is_computed(services: Services, t
     engine = Engine(Store(tmp_path / "s.db").open(), services.bank, grader)
     worker = GradingWorker(lambda: engine, 4)
     state = engine.start(make_plan(services.bank, "round", 1), mode="interview")
-    started = time.monotonic()
     committed = engine.commit(state.id, "answer", services.bank.get("q01").reference_answer.zh)
-    steps = list(play(engine, ScriptedInterviewer(), committed, worker))
-    assert time.monotonic() - started < 1.0
+    steps = list(play(engine, ScriptedInterviewer(), committed, worker))  # returns though no grade can finish yet
     after = steps[-1].state
     assert after.prompt.kind in {"followup", "question"} and after.prompt.question_id in {"q01", "q02"}
     assert [t.status for t in after.turns] == ["pending"]  # asked on, ungraded yet
@@ -206,7 +204,7 @@ def test_a_hung_model_grade_falls_back_within_its_budget(services: Services, ser
     grading.model_grader.offline.grade(question, "预热")  # the offline reading's first use builds its parts
     started = time.monotonic()
     grade = grading.model_grader.grade(question, "ZeRO-1 切分优化器状态，ZeRO-2 再切梯度，ZeRO-3 再切参数。")
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 6  # the budget (1 s), not the model's 8 s
     assert "llm-fallback" in grade.flags and grade.grader == "offline" and "budget" in grade.feedback
 
 
@@ -218,16 +216,15 @@ def test_the_next_words_come_before_the_grade_and_the_card_after(server: tuple[s
     recorded.script = [{"delay": 2.0, "content": grade_reply(q01)}]  # the grade takes 2 s
     recorded.streams = [{"stream": ["NEXT"]}]  # the interviewer moves on at once
     view = handlers.start("round 1", None, None, "practice", "en")
-    started = time.monotonic()
     committed = handlers.commit(view.session_id, "Data parallel copies the model and all-reduces gradients.", at=view.position)
-    assert time.monotonic() - started < 0.5 and committed.chat[-1]["content"] == "…"
-    seen: list[tuple[float, Any]] = []
+    assert committed.chat[-1]["content"] == "…" and handlers.services.store.turns(view.session_id)[0].answer
+    seen: list[tuple[str, Any]] = []  # each step, with the answer's grading status as the step was shown
     for step in handlers.follow(view.session_id):
-        seen.append((time.monotonic() - started, step))
-    asked_at, asked = next((t, v) for t, v in seen if "[q02]" in v.chat[-1]["content"])
-    assert asked_at < 1.5 and "Grading" in asked.feedback  # the next question, while the grade is computed
-    card_at, card = seen[-1]
-    assert card_at >= 2.0 and "Score" in card.feedback  # the card, once the grade is in
+        seen.append((handlers.services.store.turns(view.session_id)[0].status, step))
+    status, asked = next((st, v) for st, v in seen if "[q02]" in v.chat[-1]["content"])
+    assert status == "pending" and "Grading" in asked.feedback  # the next question, while the grade is computed
+    status, card = seen[-1]
+    assert status == "graded" and "Score" in card.feedback and "[q01]" in card.feedback  # the card, once it is in
     (grade_request,) = [r for r in recorded.chat_requests() if not r["body"].get("stream")]
     assert "Data parallel copies the model" in grade_request["body"]["messages"][1]["content"]
 
@@ -279,3 +276,17 @@ def test_the_report_waits_for_grades_still_being_computed(services: Services, tm
     done = handlers.current(view.session_id)
     assert done.report_file is not None and "still being graded" not in done.report
     assert steps[0].chat[-1]["content"] == "…"
+
+
+def test_a_turn_being_played_is_left_alone_and_one_that_died_is_decided_on_reload(tmp_path: Path) -> None:
+    handlers = Handlers(Services(Settings(home=tmp_path)))
+    view = handlers.start("round 1", None, None, "interview", "en")
+    committed = handlers.commit(view.session_id, "Data parallel copies the model and all-reduces gradients.", at=view.position)
+    second_tab = handlers.current(view.session_id)  # while this process is about to play the turn
+    assert handlers.services.store.turns(view.session_id)[0].decision is None
+    assert second_tab.chat[-1]["role"] == "user" and not second_tab.can_answer
+    restarted = Handlers(Services(Settings(home=tmp_path)))  # the process died before `follow` ran
+    resumed = restarted.resume(view.session_id)
+    assert resumed.can_answer and resumed.chat[-1]["role"] == "assistant"
+    assert handlers.services.store.turns(view.session_id)[0].decision is not None
+    assert committed.chat[-1]["content"] == "…"

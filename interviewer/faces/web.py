@@ -8,7 +8,10 @@ session id lives in the browser (``gr.BrowserState``) so a reload resumes it.
 
 from __future__ import annotations
 
+import math
 import secrets
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -108,6 +111,22 @@ class Handlers:
         self.services = services
         # grades are computed in the background, many at once (they wait on the model, not the CPU)
         self.worker = GradingWorker(lambda: self.engine, services.settings.llm.grading_workers)
+        # answers this process is deciding live (turn id -> until when): a reload or a second tab
+        # leaves them to their turn; one whose turn died with a previous process is decided at once
+        self._live: dict[int, float] = {}
+        self._live_lock = threading.Lock()
+
+    def _live_turns(self) -> set[int]:
+        now = time.monotonic()
+        with self._live_lock:
+            return {turn_id for turn_id, until in self._live.items() if until > now}
+
+    def _mark_live(self, turn_id: int, until: float | None) -> None:
+        with self._live_lock:
+            if until is None:
+                self._live.pop(turn_id, None)
+            else:
+                self._live[turn_id] = until
 
     @property
     def settings(self) -> Settings:
@@ -148,8 +167,7 @@ class Handlers:
     def _state(self, session_id: str) -> SessionState:
         if not session_id:
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        # an answer committed moments ago is still being decided by its own live turn: leave it be
-        return self.engine.open(session_id, grade=False, settle_s=self.settings.interview.live_total_s + 2)
+        return self.engine.open(session_id, grade=False, leave=self._live_turns())
 
     # -- events ------------------------------------------------------------------------------------
     def start(self, plan: str, question: str | None, topic: str | None, mode: str, lang: str) -> View:
@@ -168,7 +186,7 @@ class Handlers:
         """Come back to a session: the time away does not count against the round."""
         if not session_id.strip():
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        state = self.engine.resume(session_id.strip(), grade=False, settle_s=self.settings.interview.live_total_s + 2)
+        state = self.engine.resume(session_id.strip(), grade=False, leave=self._live_turns())
         for turn in state.grading:  # after a restart: what was left pending is graded again, once
             self.worker.submit(turn.id)
         return self.view(state)
@@ -181,11 +199,13 @@ class Handlers:
         """Store the answer; the view shows it, with the interviewer about to speak."""
         state = self._state(session_id)
         committed = self.engine.commit(state.id, "answer", _answer_text(answer, code, state.lang), at=at)
+        self._mark_live(committed.turn.id, time.monotonic() + self.settings.interview.live_total_s)  # until `follow` starts
         return self.view(_deciding(committed), thinking=True)
 
     def commit_retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
         state = self._state(session_id)
         committed = self.engine.commit_retry(state.id, _answer_text(answer, code, state.lang), at=at)
+        self._mark_live(committed.turn.id, time.monotonic() + self.settings.interview.live_total_s)
         return self.view(_deciding(committed), thinking=True)
 
     def follow(self, session_id: str) -> Iterator[View]:
@@ -200,8 +220,14 @@ class Handlers:
             return
         before = SessionState(state.row, [t for t in state.turns if t.seq < turn.seq], state.bank, state.now)
         wait = self.settings.llm.grade_budget_s + 5
-        for step in play(engine, self.services.interviewer, Committed(before, turn), self.worker, grade_wait_s=wait):
-            yield self.step_view(step)
+        self._mark_live(turn.id, math.inf)
+        try:
+            for step in play(engine, self.services.interviewer, Committed(before, turn), self.worker, grade_wait_s=wait):
+                if step.state.prompt.kind != "deciding":
+                    self._mark_live(turn.id, None)  # decided: nothing is left to leave alone
+                yield self.step_view(step)
+        finally:
+            self._mark_live(turn.id, None)
 
     def answer(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
         """Both events in one (for callers without a page): commit, then follow."""

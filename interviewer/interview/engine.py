@@ -17,7 +17,7 @@ grade is graded by the next worker that finds it (:meth:`Store.pending`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -147,13 +147,13 @@ class Engine:
         row = self.store.create_session(mode, lang, plan, self.grader.name, max_followups, self.clock())
         return SessionState(row, [], self.bank, self.clock())
 
-    def open(self, session_id: str, grade: bool = True, settle_s: float = 0.0) -> SessionState:
+    def open(self, session_id: str, grade: bool = True, leave: Collection[int] = ()) -> SessionState:
         """The session, with an answer whose next move was cut off (a crash, a kill, a dropped
-        stream) decided now, offline; one committed less than ``settle_s`` ago is left to the live
-        turn that is deciding it. With ``grade``, every pending grade is computed here too (a face
+        stream) decided now, offline; the turns in ``leave`` are being decided by their live turn
+        and are left to it. With ``grade``, every pending grade is computed here too (a face
         without a background worker: the terminal, a script)."""
         state = self.state(session_id)
-        undecided = [t for t in state.undecided if t.answered_at <= state.now - settle_s]
+        undecided = [t for t in state.undecided if t.id not in leave]
         for turn in undecided:
             before = SessionState(state.row, [t for t in state.turns if t.seq < turn.seq], self.bank, state.now)
             self.decide(Committed(before, turn))
@@ -162,9 +162,9 @@ class Engine:
                 self.grade(turn.id)
         return self.state(session_id) if undecided or grade else state
 
-    def resume(self, session_id: str, grade: bool = True, settle_s: float = 0.0) -> SessionState:
+    def resume(self, session_id: str, grade: bool = True, leave: Collection[int] = ()) -> SessionState:
         """Come back to a session: the time away does not count against the round."""
-        self.open(session_id, grade=grade, settle_s=settle_s)
+        self.open(session_id, grade=grade, leave=leave)
         self.store.mark_prompt_shown(session_id, self.clock())
         return self.state(session_id)
 
