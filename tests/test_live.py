@@ -290,3 +290,18 @@ def test_a_turn_being_played_is_left_alone_and_one_that_died_is_decided_on_reloa
     assert resumed.can_answer and resumed.chat[-1]["role"] == "assistant"
     assert handlers.services.store.turns(view.session_id)[0].decision is not None
     assert committed.chat[-1]["content"] == "…"
+
+
+def test_a_follow_up_answer_in_a_neighbouring_questions_words_is_not_off_topic(services: Services) -> None:
+    """A follow-up on q01's tensor parallelism is answered in the words q03 owns; that is on topic
+    for the follow-up (an answer that is about nothing of q01's still is not)."""
+    from interviewer.interview.followups import OwnFollowUp, own_followup
+
+    question = services.bank.get("q01")
+    followup = own_followup(question, OwnFollowUp(id="own-1", targets=["tp-mechanism"]), "TP 每层前向要几次通信？")
+    on_topic = services.offline_grader.grade_followup(
+        question, followup, "前向两次 all-reduce，一次在 attention 后，一次在 MLP 后，每次是 b×s×h 的激活。"
+    )
+    assert "off-topic" not in on_topic.flags
+    unrelated = services.offline_grader.grade_followup(question, followup, "我周末喜欢去爬山，山上的空气很好，风景也漂亮。")
+    assert "off-topic" in unrelated.flags or "gibberish" in unrelated.flags or unrelated.score <= 1

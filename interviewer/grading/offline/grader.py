@@ -55,7 +55,7 @@ class OfflineGrader:
         # to know what it already covers): it is segmented, and judged on topic, once
         self._read = functools.lru_cache(maxsize=64)(lambda text: Answer.read(text, self.segmenter))
         self._off_topic = functools.lru_cache(maxsize=256)(
-            lambda text, question_id: self.topics.off_topic(set(self._read(text).tokens), question_id)
+            lambda text, question_id: self.topics.off_topic(set(self._read(text).tokens), *_topic_of(question_id))
         )
 
     # -- rubric phrases, segmented once per criterion --------------------------------------------
@@ -105,7 +105,7 @@ class OfflineGrader:
         answer: Answer = self._read(text)
         language: Lang = lang or ("zh" if answer.lang == "zh" else "en")
         results, features = self.analyse(answer, criteria)
-        if answer.sentences and self._off_topic(text, question_id.split("/")[0]):
+        if answer.sentences and self._off_topic(text, question_id):
             features.flags.append("off-topic")
         if answer.gibberish:
             features.flags.append("gibberish")
@@ -125,3 +125,9 @@ class OfflineGrader:
             grader_version=GRADER_VERSION,
             rubric_version=rubric_version,
         )
+
+
+def _topic_of(key: str) -> tuple[str, bool]:
+    """The question whose topic an answer must keep to, and whether it answers a follow-up of it."""
+    question_id, _, followup = key.partition("/")
+    return question_id, bool(followup)

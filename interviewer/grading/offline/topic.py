@@ -49,12 +49,17 @@ class TopicModel:
         total = sum(self._rarity.get(t, default) for t in tokens)
         return sum(self._rarity.get(t, default) for t in tokens if t in words) / total if total else 1.0
 
-    def off_topic(self, tokens: set[str], question_id: str) -> bool:
+    def off_topic(self, tokens: set[str], question_id: str, followup: bool = False) -> bool:
+        """Off the question's topic: too few of its words, or (for a main answer) clearly more of
+        another question's. A follow-up digs into one corner, often one a neighbouring question
+        owns (a TP follow-up of q01 speaks q03's words), so only the first test applies to it."""
         if self.bank is None or question_id not in self.vocabularies():
             return False
         own = self.relevance(tokens, question_id)
         if own < UNRELATED_RELEVANCE:
             return True
+        if followup:
+            return False
         best_other = max((self.relevance(tokens, q) for q in self.vocabularies() if q != question_id), default=0.0)
         return best_other - own >= OFF_TOPIC_MARGIN
 
