@@ -103,7 +103,7 @@ class LLMSettings(BaseModel):
         default=120.0, gt=0, le=900, description="Seconds a model grade may take, retries included, before the offline grade stands."
     )
     grading_workers: int = Field(
-        default=16, ge=1, le=256, description="Answers graded at once in the background (model calls wait on the network)."
+        default=64, ge=1, le=256, description="Answers graded at once in the background (model calls wait on the network)."
     )
 
 

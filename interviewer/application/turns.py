@@ -48,7 +48,7 @@ def play(
     earlier = [t.answer for t in before.turns_of(options.question.id) if t.kind == "answer" and t.answer]
     move, notices = None, []
     deciding = SessionState(before.row, [*before.turns, turn], before.bank, before.now)
-    for spoken in interviewer.live(options, asked, earlier, turn.answer or "", before.lang):
+    for spoken in interviewer.live(options, asked, earlier, turn.answer or "", before.lang, since=turn.answered_at):
         if not spoken.final:
             yield Step(deciding, speaking=spoken.text, turn_id=turn.id)
             continue

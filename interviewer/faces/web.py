@@ -39,6 +39,7 @@ from interviewer.settings import Settings
 # Threads for the page's handlers: a live turn mostly waits on the model (its stream, a practice
 # card's grade), so a server holds many at once; Gradio's default of 40 would queue candidates.
 MAX_THREADS = 256
+STREAM_INTERVAL_S = 0.1
 PLANS = ["full", "round 1", "round 2", "round 3", "question", "topic", "weak"]
 TEXT = {
     "zh": {
@@ -86,6 +87,7 @@ class View:
     report: str = ""  # the Markdown report once the interview is over
     report_file: str | None = None  # its self-contained HTML, for download
     report_pdf: str | None = None
+    speaking: bool = False  # a moment of the interviewer's words streaming in: only the chat changed
 
 
 def feedback_card(grade: Grade, lang: str) -> str:
@@ -221,10 +223,16 @@ class Handlers:
         before = SessionState(state.row, [t for t in state.turns if t.seq < turn.seq], state.bank, state.now)
         wait = self.settings.llm.grade_budget_s + 5
         self._mark_live(turn.id, math.inf)
+        shown_at = 0.0
         try:
             for step in play(engine, self.services.interviewer, Committed(before, turn), self.worker, grade_wait_s=wait):
                 if step.state.prompt.kind != "deciding":
                     self._mark_live(turn.id, None)  # decided: nothing is left to leave alone
+                elif step.speaking is None:
+                    continue  # the answer on screen: `commit` has shown that already
+                elif step.speaking and time.monotonic() - shown_at < STREAM_INTERVAL_S:
+                    continue  # words come in faster than a page repaints: send them in ~10 batches a second
+                shown_at = time.monotonic()
                 yield self.step_view(step)
         finally:
             self._mark_live(turn.id, None)
@@ -268,9 +276,9 @@ class Handlers:
         """A moment of a live turn: the words being spoken, any notice, the card once graded."""
         state = step.state
         practice = state.mode == "practice"
-        view = self.view(state, latest=step.grade if practice else None, thinking=step.speaking == "")
+        view = self.view(state, latest=step.grade if practice else None, thinking=not step.speaking)
         if step.speaking:
-            view = replace(view, chat=[*view.chat, {"role": "assistant", "content": "**↪** " + step.speaking}])
+            view = replace(view, chat=[*view.chat, {"role": "assistant", "content": "**↪** " + step.speaking}], speaking=True)
         if step.notices and view.chat:
             last = view.chat[-1]
             notes = "\n\n".join(f"<sub>{n}</sub>" for n in step.notices)
@@ -459,12 +467,18 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 gr.update(visible=view.report_pdf is not None, value=view.report_pdf),
             )
 
+        def show_words(view: View) -> tuple[Any, ...]:
+            """While the interviewer's words stream in only the chat changes: every other output is
+            skipped (each update is a component Gradio builds and checks, which costs more than the
+            words)."""
+            return tuple(view.chat if component is chat else gr.skip() for component in outputs)
+
         def guarded(handler: Any) -> Any:
             def run(*args: Any) -> Iterator[tuple[Any, ...]]:
                 try:
                     result = handler(*args)
                     for view in [result] if isinstance(result, View) else result:
-                        yield show(view)
+                        yield show_words(view) if view.speaking else show(view)
                 except StaleMove as exc:  # another tab or a second click moved first: show where things are
                     gr.Warning(str(exc))
                     yield show(handlers.current(args[0]))

@@ -52,7 +52,9 @@ class Spoken:
 class ScriptedInterviewer:
     """The offline interviewer: the engine's choice, in the bank's words, at once."""
 
-    def live(self, options: Options, asked: str, earlier: list[str], answer: str, lang: Lang) -> Iterator[Spoken]:
+    def live(
+        self, options: Options, asked: str, earlier: list[str], answer: str, lang: Lang, since: float | None = None
+    ) -> Iterator[Spoken]:
         yield Spoken("", final=True)
 
 
@@ -122,8 +124,12 @@ class LLMInterviewer:
             ),
         ]
 
-    def live(self, options: Options, asked: str, earlier: list[str], answer: str, lang: Lang) -> Iterator[Spoken]:
+    def live(
+        self, options: Options, asked: str, earlier: list[str], answer: str, lang: Lang, since: float | None = None
+    ) -> Iterator[Spoken]:
         """Yield the interviewer's words as they arrive; the last value is final and names the move.
+        The budgets count from ``since`` (the moment the answer was committed, ``time.time()``; now
+        by default), so the candidate's wait, not only the model's, is what they bound.
 
         Nothing is asked of the model when the rules decide (``options.imposed``). On any failure
         (no move in time, a move outside the options, a refused connection, an error status, a
@@ -135,7 +141,10 @@ class LLMInterviewer:
         parser = _Parser()
         move: Decision | None = None
         shown = ""
-        started = time.monotonic()
+        waited = time.time() - since if since is not None else 0.0
+        if not 0.0 <= waited <= self.settings.interview.live_total_s:  # a clock that is not this one (a test's, a replay)
+            waited = 0.0
+        started = time.monotonic() - waited
         try:
             for piece, finished in self._timed(self.messages(options, asked, earlier, answer, lang), started):
                 parser.raw += piece

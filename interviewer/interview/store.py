@@ -235,61 +235,77 @@ class GradeRecord:
 
 
 class Store:
-    """Opened explicitly with :meth:`open`; nothing touches the disk before that."""
+    """Opened explicitly with :meth:`open`; nothing touches the disk before that.
+
+    Each thread has its own connection: in WAL mode readers never wait for each other or for the
+    writer, and writers queue on SQLite's own lock (busy timeout 10 s), so many candidates' turns
+    and the background grading do not take turns on one connection."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.RLock()
+        self._opened = False
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()  # guards the list of connections, not the database
 
     def open(self) -> Store:
-        if self._db is not None:
+        if self._opened:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         existed = self.path.exists() and self.path.stat().st_size > 0
         try:
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
-            db.row_factory = sqlite3.Row
+            db = self._connect()
             if existed:
                 result = db.execute("PRAGMA quick_check").fetchone()[0]
                 if result != "ok":
                     raise sqlite3.DatabaseError(result)
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise StoreError(
                 f"the session database {self.path} is damaged ({exc}); it has been left as it is. "
                 "Move it elsewhere (keep it: your answers are in it) and start again to create a new one."
             ) from exc
-        self._db = db
+        self._opened = True
         self._migrate()
         return self
 
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        self._local.db = db
+        with self._lock:
+            self._all.append(db)
+        return db
+
     def close(self) -> None:
         with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+            for db in self._all:
+                db.close()
+            self._all.clear()
+        self._local = threading.local()
+        self._opened = False
 
     @property
     def db(self) -> sqlite3.Connection:
-        if self._db is None:
+        """This thread's connection."""
+        if not self._opened:
             self.open()
-        assert self._db is not None
-        return self._db
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        return db if db is not None else self._connect()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            db = self.db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self.transaction() as db:
@@ -462,12 +478,12 @@ class Store:
 
     def session_with_turns(self, session_id: str) -> tuple[SessionRow, list[Turn]]:
         """A session and its turns as of one moment (one read transaction)."""
-        with self._lock:
-            self.db.execute("BEGIN")
-            try:
-                return self.session(session_id), self.turns(session_id)
-            finally:
-                self.db.execute("COMMIT")
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            return self.session(session_id), self.turns(session_id)
+        finally:
+            db.execute("COMMIT")
 
     def all_turns(self) -> dict[str, list[Turn]]:
         """Every session's turns in one query, for the history across sessions."""
