@@ -18,6 +18,8 @@ that read the question back, keyword lists and filler around one or two points a
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 
 from interviewer.content.bank import Bank
 from interviewer.content.rubric import Criterion, FollowUp, Lang, Question
@@ -30,6 +32,8 @@ from interviewer.grading.offline.matching import EXPLAINED_CREDIT, CriterionResu
 from interviewer.grading.offline.topic import TopicModel
 from interviewer.grading.reading import Answer
 from interviewer.retrieval.segment import Segmenter
+
+READINGS_KEPT = 256  # recent gradings kept (a turn reads one answer against a few rubrics)
 
 
 class OfflineGrader:
@@ -51,6 +55,8 @@ class OfflineGrader:
         self.bank = bank
         self.topics = TopicModel(segmenter, bank)
         self._compiled: dict[str, tuple[CompiledCriterion, ...]] = {}
+        self._readings: OrderedDict[tuple[str, int, str, str | None], Grade] = OrderedDict()
+        self._readings_lock = threading.Lock()
         # one turn reads the same answer against several rubrics (the question's, each follow-up's,
         # to know what it already covers): it is segmented, and judged on topic, once
         self._read = functools.lru_cache(maxsize=64)(lambda text: Answer.read(text, self.segmenter))
@@ -66,11 +72,35 @@ class OfflineGrader:
 
     # -- public API ------------------------------------------------------------------------------
     def grade(self, question: Question, answer: str, lang: Lang | None = None) -> Grade:
+        return self._graded(question, None, answer, lang)
+
+    def grade_followup(self, question: Question, followup: FollowUp, answer: str, lang: Lang | None = None) -> Grade:
+        return self._graded(question, followup, answer, lang)
+
+    def _graded(self, question: Question, followup: FollowUp | None, answer: str, lang: Lang | None) -> Grade:
+        """A reading is computed once per rubric and answer: the live turn reads the answer to decide,
+        and the model grader's second opinion, moments later, is the same reading. (Callers copy a
+        grade to change it; the shared one is never modified.)"""
+        rubric = question.id if followup is None else f"{question.id}/{followup.id}:{','.join(c.id for c in followup.criteria)}"
+        key = (rubric, question.version, answer, lang)
+        with self._readings_lock:
+            cached = self._readings.get(key)
+            if cached is not None:
+                self._readings.move_to_end(key)
+                return cached
+        grade = self._grade_question(question, answer, lang) if followup is None else self._grade_followup(question, followup, answer, lang)
+        with self._readings_lock:
+            self._readings[key] = grade
+            while len(self._readings) > READINGS_KEPT:
+                self._readings.popitem(last=False)
+        return grade
+
+    def _grade_question(self, question: Question, answer: str, lang: Lang | None = None) -> Grade:
         criteria = self._compile(question.id, tuple(question.criteria))
         asked = (question.question.zh, question.question.en)
         return self._grade(answer, criteria, question.id, question.version, question.references, lang, asked)
 
-    def grade_followup(self, question: Question, followup: FollowUp, answer: str, lang: Lang | None = None) -> Grade:
+    def _grade_followup(self, question: Question, followup: FollowUp, answer: str, lang: Lang | None = None) -> Grade:
         # keyed by the criteria too: a model's own follow-up ("own-<n>") probes different ones per session
         criteria = self._compile(f"{question.id}/{followup.id}:{','.join(c.id for c in followup.criteria)}", tuple(followup.criteria))
         key, asked = f"{question.id}/{followup.id}", (followup.question.zh, followup.question.en)
