@@ -202,13 +202,21 @@ class Handlers:
         state = self._state(session_id)
         committed = self.engine.commit(state.id, "answer", _answer_text(answer, code, state.lang), at=at)
         self._mark_live(committed.turn.id, time.monotonic() + self.settings.interview.live_total_s)  # until `follow` starts
+        self._grade_soon(committed)
         return self.view(_deciding(committed), thinking=True)
 
     def commit_retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
         state = self._state(session_id)
         committed = self.engine.commit_retry(state.id, _answer_text(answer, code, state.lang), at=at)
         self._mark_live(committed.turn.id, time.monotonic() + self.settings.interview.live_total_s)
+        self._grade_soon(committed)
         return self.view(_deciding(committed), thinking=True)
+
+    def _grade_soon(self, committed: Committed) -> None:
+        """A model grade starts with the commit, not when the turn's event gets its thread: under load
+        that is seconds earlier (the turn decides on its own; offline the turn grades at once)."""
+        if not self.engine.grades_at_once:
+            self.worker.submit(committed.turn.id, decide_first=False)
 
     def follow(self, session_id: str) -> Iterator[View]:
         """Play the turn the last commit began: the follow-up as the interviewer words it, view by
