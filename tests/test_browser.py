@@ -132,8 +132,8 @@ def test_a_round_in_chinese_practice_mode(browser: Any, app: App) -> None:
     page.get_by_role("button", name="Next round").click()
     page.get_by_text("面试结束").first.wait_for()
     page.get_by_text("模拟面试反馈报告").first.wait_for()  # at the end, the report
-    assert page.get_by_role("button", name="Download the report (HTML)").is_visible()
-    assert page.get_by_role("button", name="Download the report (PDF)").is_visible()
+    page.get_by_role("button", name="Download the report (HTML)").wait_for()  # drawn with the report, maybe a frame later
+    page.get_by_role("button", name="Download the report (PDF)").wait_for()
     page.screenshot(path=str(ARTIFACTS / "report-zh.png"), full_page=True)
     page.close()
 
