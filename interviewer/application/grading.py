@@ -66,6 +66,3 @@ class GradingWorker:
             done.set()
             with self._lock:
                 self._claimed.pop(turn_id, None)
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -39,15 +39,14 @@ def play(
     the next prompt as stored; then, waiting up to ``grade_wait_s`` for it, the grade when the
     session shows it (practice mode, a round's summary, the end)."""
     before, turn = committed.before, committed.turn
-    yield Step(SessionState(before.row, [*before.turns, turn], before.bank, before.now), turn_id=turn.id)
-    live_grading = worker is not None and not engine.grades_at_once
-    if live_grading and worker is not None:
+    deciding = committed.deciding
+    yield Step(deciding, turn_id=turn.id)
+    if worker is not None and not engine.grades_at_once:
         worker.submit(turn.id, decide_first=False)  # graded alongside; the decision is this turn's to make
     options = engine.options(committed)
     asked = turn.asked or ""
     earlier = [t.answer for t in before.turns_of(options.question.id) if t.kind == "answer" and t.answer]
     move, notices = None, []
-    deciding = SessionState(before.row, [*before.turns, turn], before.bank, before.now)
     for spoken in interviewer.live(options, asked, earlier, turn.answer or "", before.lang, since=turn.answered_at):
         if not spoken.final:
             yield Step(deciding, speaking=spoken.text, turn_id=turn.id)

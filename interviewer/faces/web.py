@@ -203,14 +203,14 @@ class Handlers:
         committed = self.engine.commit(state.id, "answer", _answer_text(answer, code, state.lang), at=at)
         self._mark_live(committed.turn.id, time.monotonic() + self.settings.interview.live_total_s)  # until `follow` starts
         self._grade_soon(committed)
-        return self.view(_deciding(committed), thinking=True)
+        return self.view(committed.deciding, thinking=True)
 
     def commit_retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
         state = self._state(session_id)
         committed = self.engine.commit_retry(state.id, _answer_text(answer, code, state.lang), at=at)
         self._mark_live(committed.turn.id, time.monotonic() + self.settings.interview.live_total_s)
         self._grade_soon(committed)
-        return self.view(_deciding(committed), thinking=True)
+        return self.view(committed.deciding, thinking=True)
 
     def _grade_soon(self, committed: Committed) -> None:
         """A model grade starts with the commit, not when the turn's event gets its thread: under load
@@ -228,7 +228,7 @@ class Handlers:
             if state is not None:
                 yield self.view(state)
             return
-        before = SessionState(state.row, [t for t in state.turns if t.seq < turn.seq], state.bank, state.now)
+        before = state.before(turn)
         wait = self.settings.llm.grade_budget_s + 5
         self._mark_live(turn.id, math.inf)
         shown_at = 0.0
@@ -360,12 +360,6 @@ class Handlers:
         if state.mode == "practice" and turn.grade is not None and turn.kind == "answer" and turn.decision is not None:
             messages.append({"role": "assistant", "content": f"{t['score']} {turn.grade.score}/10"})
         return messages
-
-
-def _deciding(committed: Committed) -> SessionState:
-    """The session with the answer just committed: the interviewer has yet to speak."""
-    before = committed.before
-    return SessionState(before.row, [*before.turns, committed.turn], before.bank, before.now)
 
 
 def _answer_text(answer: str, code: str, lang: Lang) -> str:

@@ -45,6 +45,12 @@ class Committed:
     before: SessionState
     turn: Turn
 
+    @property
+    def deciding(self) -> SessionState:
+        """The session with the answer just committed: the interviewer has yet to speak."""
+        before = self.before
+        return SessionState(before.row, [*before.turns, self.turn], before.bank, before.now)
+
 
 @dataclass(frozen=True)
 class Options:
@@ -155,7 +161,7 @@ class Engine:
         state = self.state(session_id)
         undecided = [t for t in state.undecided if t.id not in leave]
         for turn in undecided:
-            before = SessionState(state.row, [t for t in state.turns if t.seq < turn.seq], self.bank, state.now)
+            before = state.before(turn)
             self.decide(Committed(before, turn))
         if grade:
             for turn in self.state(session_id).grading:
@@ -340,7 +346,7 @@ class Engine:
         state = self.state(turn.session_id)
         assert turn.question_id is not None
         if turn.decision is None and decide_first:
-            before = SessionState(state.row, [t for t in state.turns if t.seq < turn.seq], self.bank, state.now)
+            before = state.before(turn)
             outcome = self.decide(Committed(before, turn))
             if outcome.grade is not None:
                 return outcome.grade

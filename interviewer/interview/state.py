@@ -223,6 +223,10 @@ class SessionState:
     def followup(self, question: Question, followup_id: str | None) -> FollowUp | None:
         return next((f for f in self.followups_of(question) if f.id == followup_id), None) if followup_id else None
 
+    def before(self, turn: Turn) -> SessionState:
+        """The session as it stood when ``turn`` was committed (its earlier turns only)."""
+        return SessionState(self.row, [t for t in self.turns if t.seq < turn.seq], self.bank, self.now)
+
     def turns_of(self, question_id: str) -> list[Turn]:
         return [t for t in self.turns if t.question_id == question_id and t.kind != "summary"]
 
