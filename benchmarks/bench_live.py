@@ -78,17 +78,15 @@ TAG = re.compile(r"\(candidate (\d+)-(\w+)\)")
 FALLBACK_EN = "did not give its follow-up in time"
 LAUNCH = """
 import os, sys
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 if os.environ.get("BENCH_PROFILE"):
     sys.path.insert(0, os.environ["BENCH_DIR"])
     import bench_live
     bench_live.start_sampler(os.environ["BENCH_PROFILE"])
-from interviewer.faces.web import MAX_THREADS, create
-from interviewer.services import Services
-from interviewer.settings import Settings
-services = Services(Settings())
-create(services).launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), max_threads=MAX_THREADS)
-"""
+if os.environ.get("BENCH_SWITCH_S"):
+    sys.setswitchinterval(float(os.environ["BENCH_SWITCH_S"]))
+import app
+app.main()
+"""  # the app as ``python app.py`` starts it (its warm-up included), on GRADIO_SERVER_PORT
 # where a thread waits, not works: a sample ending in one of these is idle
 IDLE = (
     "wait",
@@ -227,11 +225,12 @@ class App:
         }
         App.starts += 1
         self.port = free_port()
+        env["GRADIO_SERVER_PORT"] = str(self.port)
         self.log = self.home / f"app-{App.starts}.log"
         self.logs.append(self.log)
         begun = time.perf_counter()
         with open(self.log, "wb") as out:
-            self.process = subprocess.Popen([sys.executable, "-c", LAUNCH, str(self.port)], env=env, cwd=ROOT, stdout=out, stderr=out)
+            self.process = subprocess.Popen([sys.executable, "-c", LAUNCH], env=env, cwd=ROOT, stdout=out, stderr=out)
         while time.perf_counter() - begun < 120:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the app exited ({self.process.returncode}); see {self.log}:\n{self.log.read_text()[-2000:]}")

@@ -182,6 +182,7 @@ class StructuredCaller:
         self.sleep = sleep
         configured = settings.llm.structured_output
         self.method: Method | None = None if configured == "auto" else configured
+        self._chains: dict[tuple[type, Method], tuple[Any, Any]] = {}
 
     @property
     def model(self) -> Any:
@@ -203,11 +204,28 @@ class StructuredCaller:
             return reply
         raise LLMError(f"the endpoint supports none of json_schema, tools or json_mode ({last})", retryable=False)
 
+    def _chain(self, schema: type[T], method: Method) -> tuple[Any, Any]:
+        """The model bound to the schema, and the parser of its reply, built once per schema and
+        method (building one renders the schema: milliseconds a call). LangChain's ``include_raw``
+        runs the two on a thread pool it creates and joins on every call; fifty grades at once then
+        queued on the interpreter's lock for starting threads, so the reply is parsed here."""
+        key = (schema, method)
+        chain = self._chains.get(key)
+        if chain is None:
+            from langchain_core.runnables import RunnableSequence
+
+            sequence = self.model.with_structured_output(schema, method=method, include_raw=False)
+            bound, *parsing = sequence.steps
+            chain = self._chains[key] = (bound, RunnableSequence(*parsing) if len(parsing) > 1 else parsing[0])
+        return chain
+
     def _once(self, schema: type[T], messages: list[Any], method: Method) -> Reply:
-        runnable = self.model.with_structured_output(schema, method=method, include_raw=True)
+        bound, parse = self._chain(schema, method)
         started = time.perf_counter()
         try:
-            out = runnable.invoke(messages)
+            raw = bound.invoke(messages)
+            refusal = getattr(raw, "additional_kwargs", {}).get("refusal")
+            parsed = None if refusal else parse.invoke(raw)
         except (ValidationError, ValueError) as exc:  # the client parses json_schema replies itself
             raise MalformedReply(f"the reply did not match the schema ({str(exc).splitlines()[0][:160]})") from None
         except openai.BadRequestError as exc:
@@ -216,15 +234,13 @@ class StructuredCaller:
                 raise _Unsupported(f"{method}: {exc.status_code}") from None
             raise LLMError(f"the endpoint refused the request (400): {exc.message[:200]}", retryable=False) from None
         latency = (time.perf_counter() - started) * 1000
-        raw = out.get("raw")
-        refusal = getattr(raw, "additional_kwargs", {}).get("refusal") if raw is not None else None
         if refusal:
             raise MalformedReply(f"the model refused: {str(refusal)[:120]}")
-        if out.get("parsing_error") is not None or out.get("parsed") is None:
-            raise MalformedReply(f"the reply did not match the schema ({str(out.get('parsing_error'))[:160]})")
+        if parsed is None:
+            raise MalformedReply("the reply did not match the schema (nothing could be parsed from it)")
         usage = dict(getattr(raw, "usage_metadata", None) or {})
         return Reply(
-            parsed=out["parsed"],
+            parsed=parsed,
             usage={k: int(usage[k]) for k in ("input_tokens", "output_tokens", "total_tokens") if k in usage},
             latency_ms=latency,
             method=method,

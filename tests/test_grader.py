@@ -424,3 +424,30 @@ def test_grading_in_many_threads_at_once_matches_grading_alone(services: Service
     finally:
         sys.setswitchinterval(interval)
     assert together == alone
+
+
+def test_the_bound_that_spares_the_subsequence_never_hides_a_match(services: Services) -> None:
+    """``Phrase.may_cover`` only skips work: wherever a misconception's pattern or claim reaches a
+    share of its words in order, in a clause or in the whole answer, the bound lets it through."""
+    from interviewer.grading.offline.compiled import compile_criteria
+
+    segmenter = services.segmenter
+    phrases = [
+        phrase
+        for question in map(services.bank.get, ("q01", "q02", "q07"))
+        for criterion in compile_criteria(segmenter, question.criteria)
+        for m in criterion.misconceptions
+        for phrase in (*m.patterns, *m.claims)
+    ]
+    checked = matched = 0
+    for key in ("misconception_q02", "expert_zh_q02", "plain_en_q02", "expert_en_q07"):
+        answer = Answer.read(ANSWERS[key], segmenter)
+        for units, whole in ((answer.claim_clauses, answer.whole_claim_clauses), (answer.claim_sentences, answer.whole_claim_sentences)):
+            for phrase in phrases:
+                for share in (0.75, 1.0):
+                    reached = [u for u in units if phrase.ordered_coverage(u) >= share]
+                    checked += len(units)
+                    matched += len(reached)
+                    assert all(phrase.may_cover(u, share) for u in reached), phrase.text
+                    assert not reached or phrase.may_cover(whole, share), phrase.text
+    assert checked > 10_000 and matched > 0  # the check met real matches, not only misses

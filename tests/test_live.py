@@ -305,3 +305,15 @@ def test_a_follow_up_answer_in_a_neighbouring_questions_words_is_not_off_topic(s
     assert "off-topic" not in on_topic.flags
     unrelated = services.offline_grader.grade_followup(question, followup, "我周末喜欢去爬山，山上的空气很好，风景也漂亮。")
     assert "off-topic" in unrelated.flags or "gibberish" in unrelated.flags or unrelated.score <= 1
+
+
+def test_a_pool_started_up_front_has_all_its_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from interviewer.pools import start_all
+
+    pool = ThreadPoolExecutor(12)
+    start_all(pool, 12)
+    assert len(pool._threads) == 12  # what the pool has, not what it promises
+    assert pool.submit(lambda: 41 + 1).result(timeout=5) == 42  # the placeholders let go of their threads
+    pool.shutdown()

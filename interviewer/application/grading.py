@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from interviewer.grading.grade import Grade
 from interviewer.interview.engine import Engine
+from interviewer.pools import start_all
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +25,14 @@ log = logging.getLogger(__name__)
 class GradingWorker:
     def __init__(self, engine: Callable[[], Engine], workers: int):
         self._engine = engine  # the current engine (a model switch on the server gives a new one)
+        self._workers = workers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="grading")
         self._lock = threading.Lock()
         self._claimed: dict[int, threading.Event] = {}
+
+    def start(self) -> None:
+        """Start the pool's threads now (a server, before candidates arrive: see ``pools``)."""
+        start_all(self._pool, self._workers)
 
     def submit(self, turn_id: int, decide_first: bool = True) -> None:
         """Grade this answer soon (nothing happens if it is already being graded here)."""

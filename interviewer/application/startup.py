@@ -21,7 +21,8 @@ def ready_index(services: Services, progress: bool) -> str | None:
 def warm(services: Services) -> threading.Thread:
     """Prepare, in the background, what the first answer would otherwise wait for: every rubric's
     phrases compiled for the offline reading (about 4 s on two cores) and, with a model, its client
-    (the import alone takes over a second). A candidate reads the first question meanwhile."""
+    (the import alone takes over a second) and the grader's threads. A candidate reads the first
+    question meanwhile."""
 
     def run() -> None:
         grader = services.offline_grader
@@ -36,6 +37,7 @@ def warm(services: Services) -> threading.Thread:
             if isinstance(interviewer, LLMInterviewer):
                 _ = interviewer.streamer.model  # builds the chat client
             _ = services.model_grader.caller.model
+            services.model_grader.start()
 
     thread = threading.Thread(target=run, name="warm-up", daemon=True)
     thread.start()

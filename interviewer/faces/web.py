@@ -542,5 +542,6 @@ def create(services: Services | None = None) -> gr.Blocks:
     """The app on its defaults (or the given services): the page and its handlers."""
     services = services or Services(Settings())
     handlers = Handlers(services)
+    handlers.worker.start()
     handlers.worker.resume()  # what a restart left ungraded is graded now, once
     return build(handlers, secret=browser_secret(services.settings.home))

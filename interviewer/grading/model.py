@@ -26,6 +26,7 @@ from interviewer.content.rubric import Criterion, FollowUp, Lang, Question
 from interviewer.grading.grade import NOTHING_TO_GRADE, CriterionGrade, Grade, MisconceptionFound
 from interviewer.grading.offline import OfflineGrader
 from interviewer.grading.reading import Answer
+from interviewer.pools import start_all
 from interviewer.provider import LLMError, Message, Reply, StructuredCaller, describe_endpoint
 from interviewer.settings import Settings
 
@@ -77,7 +78,12 @@ class LLMGrader:
         self.passages = passages
         self.caller = caller or StructuredCaller(settings, sleep=sleep)
         self.model_name = describe_endpoint(settings)
-        self._pool = concurrent.futures.ThreadPoolExecutor(settings.llm.grading_workers * settings.llm.samples, "model-grade")
+        self._calls = settings.llm.grading_workers * settings.llm.samples
+        self._pool = concurrent.futures.ThreadPoolExecutor(self._calls, "model-grade")
+
+    def start(self) -> None:
+        """Start the call pool's threads now (a server, before candidates arrive: see ``pools``)."""
+        start_all(self._pool, self._calls)
 
     def grade(self, question: Question, answer: str, lang: Lang | None = None) -> Grade:
         offline = self.offline.grade(question, answer, lang)

@@ -92,6 +92,10 @@ class Phrase:
         present = sum(1 for t in self.tokens if _present(t, unit))
         return present / len(self.tokens)
 
+    def whole_in(self, unit: Unit) -> bool:
+        """``coverage(unit) == 1.0``, stopping at the first token missing."""
+        return bool(self.tokens) and all(_present(t, unit) for t in self.tokens)
+
     def ordered_coverage(self, unit: Unit) -> float:
         """Coverage counting only tokens found in the pattern's order (longest common
         subsequence): "ZeRO-1 shards parameters, ZeRO-3 optimizer states" must not match
@@ -114,7 +118,38 @@ class Phrase:
         return min(len(self.tokens), found + loose) / len(self.tokens)
 
     def all_terms_present(self, unit: Unit) -> bool:
-        return all(t in unit.token_set for t in self.tokens if t.startswith(TERM_PREFIX))
+        return all(t in unit.token_set for t in self.terms)
+
+    @cached_property
+    def terms(self) -> tuple[str, ...]:
+        return tuple(t for t in self.tokens if t.startswith(TERM_PREFIX))
+
+    def may_cover(self, unit: Unit, share: float) -> bool:
+        """False when :meth:`ordered_coverage` of ``unit`` is certainly below ``share``: fewer of the
+        phrase's tokens could be matched there at all (exactly, as a Chinese word inside another,
+        or present in the text). A cheap bound that spares the subsequence for most clauses, and,
+        tried on a whole answer (:attr:`Answer.whole_claim_clauses`), for most phrases."""
+        if not self.tokens:
+            return False
+        need = share * len(self.tokens)
+        missing_allowed = len(self.tokens) - need
+        missing = 0
+        for token in self.tokens:
+            if not _reachable(token, unit):
+                missing += 1
+                if missing > missing_allowed:
+                    return False
+        return True
+
+
+def _reachable(token: str, unit: Unit) -> bool:
+    """The token could count in :meth:`Phrase.ordered_coverage` of ``unit``: every way it matches
+    there (the same token, a Chinese word inside another either way, present in the text) passes."""
+    if token in unit.token_set:
+        return True
+    if len(token) < 2 or not _HAN.search(token):
+        return False
+    return token in unit.norm or _inside_a_token(token, unit)
 
 
 def _inside_a_token(token: str, unit: Unit) -> bool:
@@ -239,6 +274,15 @@ class Answer:
     def claim_sentences(self) -> list[Unit]:
         return [self._claim_unit(u) for u in self.sentences]
 
+    @cached_property
+    def whole_claim_clauses(self) -> Unit:
+        """Every claim clause as one unit: a phrase that cannot cover it covers none of them."""
+        return _whole(self.claim_clauses)
+
+    @cached_property
+    def whole_claim_sentences(self) -> Unit:
+        return _whole(self.claim_sentences)
+
     def _claim_unit(self, unit: Unit) -> Unit:
         return Unit(unit.start, unit.end, unit.text, tuple(self.segmenter.tokens(unit.text, CLAIM_WORDS)), unit.norm, unit.parts)
 
@@ -274,3 +318,10 @@ class Answer:
         if not self.sentences:
             return 0.0
         return 1.0 - len(self.unique_sentences) / len(self.sentences)
+
+
+def _whole(units: list[Unit]) -> Unit:
+    """The units as one (for bounds only: its span and text mean nothing), with each distinct token
+    once: every token, Chinese word and text of a unit is in it, so what a unit could match, it can."""
+    tokens = tuple(dict.fromkeys(t for u in units for t in u.tokens))
+    return Unit(0, 0, "", tokens, "\n".join(u.norm for u in units))

@@ -152,6 +152,10 @@ class Segmenter:
     def tokens(self, text: str, keep: frozenset[str] = frozenset()) -> list[str]:
         """Content tokens: term tokens (``@id``), Chinese words and stemmed English words; the
         stopwords in ``keep`` stay."""
+        return list(self._tokens(text, keep))
+
+    @lru_cache(maxsize=8192)  # noqa: B019 - as _cut; an answer's sentences come back in every reading of the question
+    def _tokens(self, text: str, keep: frozenset[str]) -> tuple[str, ...]:
         raw = self._cut(text)
         phrases = self._phrases
         out: list[str] = []
@@ -168,7 +172,7 @@ class Segmenter:
                 if word not in _STOPWORDS_STEMMED or word in keep:
                     out.append(word)
                 i += 1
-        return out
+        return tuple(out)
 
     @staticmethod
     def han_bigrams(tokens: list[str]) -> list[str]:

@@ -73,7 +73,7 @@ def match_criterion(answer: Answer, compiled: CompiledCriterion) -> CriterionRes
 
 def evidences(concept: CompiledConcept, sentence: Unit) -> bool:
     for term in concept.terms:
-        if term.coverage(sentence) >= 1.0:
+        if term.whole_in(sentence):
             return True
     for paraphrase in concept.paraphrases:
         covered = paraphrase.coverage(sentence)
@@ -101,20 +101,25 @@ def find_misconceptions(answer: Answer, misconceptions: tuple[CompiledMisconcept
 def find_claim(answer: Answer, m: CompiledMisconception) -> Unit | None:
     for pattern in m.patterns:
         threshold = 1.0 if len(pattern.tokens) <= 5 else PATTERN_COVERAGE
+        if not pattern.may_cover(answer.whole_claim_clauses, threshold):
+            continue
         for unit in answer.claim_clauses:
             if unit.supposed or _polarity(unit.negated) != _polarity(pattern.negations):
                 continue
-            if pattern.all_terms_present(unit) and pattern.ordered_coverage(unit) >= threshold:
+            if pattern.all_terms_present(unit) and pattern.may_cover(unit, threshold) and pattern.ordered_coverage(unit) >= threshold:
                 if threshold < 1.0 and not m.loose_match_holds(pattern, unit):
                     continue
                 return unit
     for claim in m.claims:
         # a claim of one clause is looked for in one clause, not in words spread over a sentence
-        units = answer.claim_sentences if _CLAUSE_BREAK.search(claim.text.strip().rstrip("。.")) else answer.claim_clauses
+        sentences = bool(_CLAUSE_BREAK.search(claim.text.strip().rstrip("。.")))
+        units = answer.claim_sentences if sentences else answer.claim_clauses
+        if not claim.may_cover(answer.whole_claim_sentences if sentences else answer.whole_claim_clauses, CLAIM_COVERAGE):
+            continue
         for unit in units:
             if _polarity(unit.negated) != _polarity(claim.negations):
                 continue
-            if claim.all_terms_present(unit) and claim.ordered_coverage(unit) >= CLAIM_COVERAGE:
+            if claim.all_terms_present(unit) and claim.may_cover(unit, CLAIM_COVERAGE) and claim.ordered_coverage(unit) >= CLAIM_COVERAGE:
                 return unit
     return None
 
