@@ -660,63 +660,147 @@ def cmd_browser(args: argparse.Namespace) -> dict[str, bool]:
 
 
 # -- clients ---------------------------------------------------------------------------------------------
+class Wire:
+    """One candidate speaking to the app as its page does, with none of gradio_client's threads: a
+    session hash of its own, queued events joined over HTTP and followed on their event stream,
+    /submit as one POST. Fifty of these run on one asyncio loop, so the harness spends a fraction of
+    a core where fifty gradio_client clients (a reader thread each, polled every 10 ms) spent more
+    of the two cores than the app they measured."""
+
+    def __init__(self, http: Any, fns: dict[str, int], number: int, run: str):
+        self.http, self.fns, self.number, self.run = http, fns, number, run
+        self.hash = f"bench{run}{number:03d}"
+        self.session = ""
+        self.asked = ""
+
+    @property
+    def answer(self) -> str:
+        return f"{ANSWER} (candidate {self.number:02d}-{self.run})"
+
+    async def queued(self, api_name: str, data: list[Any]) -> Any:
+        """Each output of a queued event as it arrives (the whole outputs, diffs applied)."""
+        from gradio_client.utils import apply_diff
+
+        body = {"data": data, "fn_index": self.fns[api_name], "session_hash": self.hash, "event_data": None, "trigger_id": None}
+        joined = await self.http.post("gradio_api/queue/join", json=body)
+        joined.raise_for_status()
+        event = joined.json()["event_id"]
+        outputs: list[Any] | None = None
+        async with self.http.stream("GET", "gradio_api/queue/data", params={"session_hash": self.hash}) as stream:
+            async for line in stream.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("event_id") != event:
+                    continue
+                if message["msg"] == "process_generating":
+                    data_out = message["output"]["data"]
+                    outputs = list(data_out) if outputs is None else [apply_diff(old, new) for old, new in zip(outputs, data_out, strict=True)]
+                    yield outputs
+                elif message["msg"] == "process_completed":
+                    if not message.get("success", True) or "error" in message.get("output", {}):
+                        raise RuntimeError(f"{api_name} failed: {str(message.get('output'))[:200]}")
+                    yield message["output"]["data"]
+                    return
+
+    async def start(self, mode: str = "interview") -> None:
+        out: Any = None
+        async for out in self.queued("start", ["question", QUESTION, "zero", mode, "en"]):
+            pass
+        self.session, self.asked = out[0], last_interviewer(out[2])
+        if not self.session or "[q02]" not in self.asked:
+            raise RuntimeError(f"the session did not start: {self.asked[:80]!r}")
+
+    async def submit(self) -> None:
+        body = {"data": [self.session, self.answer, "", None], "session_hash": self.hash}
+        reply = await self.http.post("gradio_api/run/submit", json=body)
+        if reply.status_code != 200 or "data" not in reply.json():
+            raise RuntimeError(f"/submit failed ({reply.status_code}): {reply.text[:200]}")
+
+    async def follow(self, began: float) -> tuple[float | None, str]:
+        """(seconds from ``began`` to the first new interviewer words, those words); the stream is
+        read to its end, as the page does."""
+        first: float | None = None
+        text = ""
+        async for out in self.queued("follow", [self.session]):
+            now_text = last_interviewer(out[2])
+            if first is None and new_words(now_text, self.asked):
+                first, text = time.perf_counter() - began, now_text
+        return first, text
+
+
+def api_functions(url: str) -> dict[str, int]:
+    with urllib.request.urlopen(url + "config", timeout=10) as response:
+        config = json.loads(response.read())
+    return {d["api_name"]: i for i, d in enumerate(config["dependencies"]) if d.get("api_name")}
+
+
 def cmd_clients(args: argparse.Namespace) -> dict[str, bool]:
     n = args.candidates
     pace = "at the default pace (first token 0.6 s, 50 tokens/s)" if args.paced else f"answering every request in {args.model_delay} s"
-    how = "a direct POST, as the page sends it" if args.direct else "gradio_client (through the queue)"
-    print(f"\n== clients: {n} gradio_client candidates at once, the model {pace}; /submit by {how}", flush=True)
+    print(f"\n== clients: {n} candidates at once, speaking HTTP as the page does; the model {pace}", flush=True)
     with bench_setup() as (model, app, home):
         warm_up(app, model)
         if not args.paced:
             model.pace.fixed_delay_s = args.model_delay
         run = "c" + str(int(time.time()))
+        return asyncio.run(clients_round(args, model, app, home, run))
+
+
+async def clients_round(args: argparse.Namespace, model: BaseURL, app: App, home: Path, run: str) -> dict[str, bool]:
+    import httpx
+
+    n = args.candidates
+    limits = httpx.Limits(max_connections=4 * n, max_keepalive_connections=2 * n)
+    async with httpx.AsyncClient(base_url=app.url, timeout=httpx.Timeout(90.0), limits=limits) as http:
+        fns = api_functions(app.url)
+        candidates = [Wire(http, fns, i, run) for i in range(n)]
         began = time.perf_counter()
-        errors: list[str] = []
         try:
-            candidates = make_candidates(app.url, n, run)
+            for chunk in range(0, n, 10):
+                await asyncio.gather(*(c.start() for c in candidates[chunk : chunk + 10]))
         except Exception as exc:
             print(f"  could not start {n} sessions: {exc!r}")
             return {"none refused": False}
-        print(f"  {n} clients with a session each in {time.perf_counter() - began:.1f} s", flush=True)
+        print(f"  {n} candidates with a session each in {time.perf_counter() - began:.1f} s", flush=True)
         starts: dict[int, float] = {}  # time.time() of each /submit call
         submits: dict[int, float] = {}
         firsts: dict[int, float] = {}
         texts: dict[int, str] = {}
+        errors: list[str] = []
 
-        def work(index: int, barrier: threading.Barrier) -> None:
+        async def one(index: int) -> None:
             candidate = candidates[index]
-            barrier.wait()
             starts[index] = time.time()
             t0 = time.perf_counter()
             try:
-                candidate.submit(direct=args.direct)
+                await candidate.submit()
                 submits[index] = time.perf_counter() - t0
-                first, text, job = candidate.follow(t0, timeout_s=60)
+                first, text = await candidate.follow(t0)
                 if first is None:
-                    errors.append(f"{index}: no new words ({job.status().code})")
+                    errors.append(f"{index}: no new words")
                 else:
                     firsts[index], texts[index] = first, text
-                job.result(timeout=60)
             except Exception as exc:  # refused, an error event, a timeout
                 errors.append(f"{index}: {type(exc).__name__}: {str(exc)[:120]}")
 
         cpu = CPU(app)
-        all_at_once(n, work, timeout_s=150)
+        await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(n))), timeout=150)
         cpu_line = cpu.line()
-        committed = tagged(store_turns(home), run)
-        lives = {int(m.group(1)): r for r in list(model.counter.lives) if (m := TAG.search(r["answer"] or "")) and m.group(2) == run}
-        figures("/submit call returned (the answer committed)", list(submits.values()))
-        figures("  /submit call -> the store's answered_at", [committed[i]["answered_at"] - starts[i] for i in committed if i in starts])
-        figures("  /submit call -> the app asks the model", [lives[i]["received"] - starts[i] for i in lives if i in starts])
-        figures("/submit call -> first new interviewer words from /follow", list(firsts.values()), "p95 <= 5 s")
-        fallbacks = sum(1 for t in texts.values() if FALLBACK_EN in t)
-        print(f"  answers in the store {len(committed)}/{n}; new words {len(firsts)}/{n}; scripted fallbacks {fallbacks}; "
-              f"refused or errored {len(errors)}")  # fmt: skip
-        for line in errors[:10]:
-            print(f"    {line}")
-        print(f"  {cpu_line}")
-        print(f"  model requests: {model.counter.snapshot()}, most at once {model.counter.most_open}")
-        ok = len(firsts) == n and pct(list(firsts.values()), 0.95) <= 5.0
+    committed = tagged(store_turns(home), run)
+    lives = {int(m.group(1)): r for r in list(model.counter.lives) if (m := TAG.search(r["answer"] or "")) and m.group(2) == run}
+    figures("/submit call returned (the answer committed)", list(submits.values()))
+    figures("  /submit call -> the store's answered_at", [committed[i]["answered_at"] - starts[i] for i in committed if i in starts])
+    figures("  /submit call -> the app asks the model", [lives[i]["received"] - starts[i] for i in lives if i in starts])
+    figures("/submit call -> first new interviewer words from /follow", list(firsts.values()), "p95 <= 5 s")
+    fallbacks = sum(1 for t in texts.values() if FALLBACK_EN in t)
+    print(f"  answers in the store {len(committed)}/{n}; new words {len(firsts)}/{n}; scripted fallbacks {fallbacks}; "
+          f"refused or errored {len(errors)}")  # fmt: skip
+    for line in errors[:10]:
+        print(f"    {line}")
+    print(f"  {cpu_line}")
+    print(f"  model requests: {model.counter.snapshot()}, most at once {model.counter.most_open}")
+    ok = len(firsts) == n and pct(list(firsts.values()), 0.95) <= 5.0
     return {"p95 <= 5 s": ok, "none refused": not errors and len(committed) == n}
 
 
@@ -866,11 +950,10 @@ def main() -> None:
     browser.add_argument("--candidates", type=int, default=1)
     browser.add_argument("--first-token", type=float, default=0.6)
     browser.add_argument("--rate", type=float, default=50.0, help="tokens per second")
-    clients = sub.add_parser("clients", help="many gradio_client candidates at once")
+    clients = sub.add_parser("clients", help="many candidates at once over HTTP")
     clients.add_argument("--candidates", type=int, default=50)
     clients.add_argument("--model-delay", type=float, default=2.0, help="seconds the model takes for every request")
     clients.add_argument("--paced", action="store_true", help="the model at the default pace instead (a diagnostic)")
-    clients.add_argument("--direct", action="store_true", help="/submit as the page sends it (a POST), not through gradio_client")
     hung = sub.add_parser("hung", help="a model that never answers")
     hung.add_argument("--candidates", type=int, default=10)
     hung.add_argument("--client-submit", action="store_true", help="/submit through gradio_client (the queue), not as the page sends it")
@@ -886,7 +969,7 @@ def main() -> None:
         runs = [
             ("browser 1", cmd_browser, argparse.Namespace(candidates=1, **paced)),
             ("browser 20", cmd_browser, argparse.Namespace(candidates=20, **paced)),
-            ("clients 50", cmd_clients, argparse.Namespace(candidates=50, model_delay=2.0, paced=False, direct=False)),
+            ("clients 50", cmd_clients, argparse.Namespace(candidates=50, model_delay=2.0, paced=False)),
             ("hung 10", cmd_hung, argparse.Namespace(candidates=10, client_submit=False)),
             ("kill 20", cmd_kill, argparse.Namespace(candidates=20)),
         ]
