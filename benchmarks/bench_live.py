@@ -695,7 +695,10 @@ class Wire:
                     continue
                 if message["msg"] == "process_generating":
                     data_out = message["output"]["data"]
-                    outputs = list(data_out) if outputs is None else [apply_diff(old, new) for old, new in zip(outputs, data_out, strict=True)]
+                    if outputs is None:
+                        outputs = list(data_out)
+                    else:
+                        outputs = [apply_diff(old, new) for old, new in zip(outputs, data_out, strict=True)]
                     yield outputs
                 elif message["msg"] == "process_completed":
                     if not message.get("success", True) or "error" in message.get("output", {}):
@@ -705,8 +708,8 @@ class Wire:
 
     async def start(self, mode: str = "interview") -> None:
         out: Any = None
-        async for out in self.queued("start", ["question", QUESTION, "zero", mode, "en"]):
-            pass
+        async for latest in self.queued("start", ["question", QUESTION, "zero", mode, "en"]):
+            out = latest
         self.session, self.asked = out[0], last_interviewer(out[2])
         if not self.session or "[q02]" not in self.asked:
             raise RuntimeError(f"the session did not start: {self.asked[:80]!r}")
