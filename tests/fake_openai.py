@@ -90,7 +90,7 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                 time.sleep(step["delay"])
             status = step.get("status", 200)
             if status == 200 and body.get("stream"):
-                self._stream(body, step.get("stream", ["ok"]), cut=bool(step.get("cut")))
+                self._stream(body, step.get("stream", ["ok"]), cut=bool(step.get("cut")), gap=float(step.get("gap", 0.0)))
                 return
             if status != 200:
                 self._send(status, {"error": {"message": step.get("error", "scripted failure"), "type": "test"}}, step.get("headers"))
@@ -117,8 +117,9 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                 },
             )
 
-        def _stream(self, body: dict[str, Any], pieces: list[str], cut: bool) -> None:
-            """Server-sent events as OpenAI streams them; ``cut`` drops the connection mid-answer."""
+        def _stream(self, body: dict[str, Any], pieces: list[str], cut: bool, gap: float = 0.0) -> None:
+            """Server-sent events as OpenAI streams them; ``cut`` drops the connection mid-answer,
+            ``gap`` waits that many seconds between pieces (a model that is still writing)."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -135,7 +136,9 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                 self.wfile.flush()
 
             event({"role": "assistant", "content": ""})
-            for piece in pieces:
+            for number, piece in enumerate(pieces):
+                if number and gap:
+                    time.sleep(gap)
                 event({"content": piece})
             if cut:
                 self.wfile.flush()

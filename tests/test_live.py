@@ -278,18 +278,49 @@ def test_the_report_waits_for_grades_still_being_computed(services: Services, tm
     assert steps[0].chat[-1]["content"] == "…"
 
 
+class GatedInterviewer:
+    """The scripted interviewer, speaking only once the test opens its gate."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.gate = threading.Event()
+
+    def live(self, *args: Any, **kwargs: Any) -> Any:
+        assert self.gate.wait(30)
+        yield from self.inner.live(*args, **kwargs)
+
+
 def test_a_turn_being_played_is_left_alone_and_one_that_died_is_decided_on_reload(tmp_path: Path) -> None:
     handlers = Handlers(Services(Settings(home=tmp_path)))
+    speaking = GatedInterviewer(handlers.services.interviewer)
+    handlers.services.interviewer = speaking  # type: ignore[assignment]  # the interviewer still thinking
     view = handlers.start("round 1", None, None, "interview", "en")
     committed = handlers.commit(view.session_id, "Data parallel copies the model and all-reduces gradients.", at=view.position)
-    second_tab = handlers.current(view.session_id)  # while this process is about to play the turn
+    second_tab = handlers.current(view.session_id)  # while this process is speaking the turn
     assert handlers.services.store.turns(view.session_id)[0].decision is None
     assert second_tab.chat[-1]["role"] == "user" and not second_tab.can_answer
-    restarted = Handlers(Services(Settings(home=tmp_path)))  # the process died before `follow` ran
+    restarted = Handlers(Services(Settings(home=tmp_path)))  # as if this process had died mid-turn
     resumed = restarted.resume(view.session_id)
     assert resumed.can_answer and resumed.chat[-1]["role"] == "assistant"
-    assert handlers.services.store.turns(view.session_id)[0].decision is not None
-    assert committed.chat[-1]["content"] == "…"
+    decided = handlers.services.store.turns(view.session_id)[0].decision
+    assert decided is not None and committed.chat[-1]["content"] == "…"
+    speaking.gate.set()  # the first process's turn ends: the decision made on reload stands
+    shown = list(handlers.follow(view.session_id))
+    assert handlers.services.store.turns(view.session_id)[0].decision == decided and shown[-1].can_answer
+
+
+def test_the_turn_is_spoken_from_the_commit_even_if_no_page_follows_it(tmp_path: Path) -> None:
+    """The interviewer is asked as soon as the answer is stored; a page that follows late (or
+    twice: a reload) gets the same words, and the turn is decided without any page."""
+    handlers = Handlers(Services(Settings(home=tmp_path)))
+    view = handlers.start("round 1", None, None, "interview", "en")
+    handlers.commit(view.session_id, "Data parallel copies the model and all-reduces gradients.", at=view.position)
+    deadline = time.monotonic() + 10
+    while handlers.services.store.turns(view.session_id)[0].decision is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert handlers.services.store.turns(view.session_id)[0].decision is not None  # no `follow` ran
+    first, again = list(handlers.follow(view.session_id)), list(handlers.follow(view.session_id))
+    assert first[-1].chat == again[-1].chat and first[-1].chat[-1]["role"] == "assistant" and first[-1].can_answer
 
 
 def test_a_follow_up_answer_in_a_neighbouring_questions_words_is_not_off_topic(services: Services) -> None:
@@ -317,3 +348,27 @@ def test_a_pool_started_up_front_has_all_its_threads() -> None:
     assert len(pool._threads) == 12  # what the pool has, not what it promises
     assert pool.submit(lambda: 41 + 1).result(timeout=5) == 42  # the placeholders let go of their threads
     pool.shutdown()
+
+
+def test_a_late_follower_skips_to_the_latest_words_but_never_past_the_decision(tmp_path: Path) -> None:
+    from interviewer.application.turns import Playback, Step
+
+    services = Services(Settings(home=tmp_path))
+    state = services.engine().start(make_plan(services.bank, "full"))
+    steps = [Step(state, turn_id=1), *(Step(state, speaking="word " * n, turn_id=1) for n in range(1, 6)), Step(state, turn_id=1)]
+    playback = Playback()
+    playback.run(iter(steps))
+    assert playback.done
+    seen = list(playback.follow())
+    assert [s.speaking for s in seen] == [None, "word " * 5, None]  # the answer, the latest words, the decision
+
+    def broken() -> Any:
+        yield steps[0]
+        raise ConnectionError("the model went away")
+
+    failing = Playback()
+    failing.run(broken())
+    followed = failing.follow()
+    assert next(followed) is steps[0]
+    with pytest.raises(ConnectionError):
+        next(followed)

@@ -458,7 +458,7 @@ def test_the_app_streams_the_models_follow_up(server: tuple[str, Recorded], tmp_
     recorded.script = [{"content": GOOD_REPLY, "delay": 0.5}]  # the grade
     question = handlers.services.bank.get("q02")
     open_followups = [f.id for f in question.followups]
-    recorded.streams = [{"stream": [f"ASK {open_followups[-1]}\n你说靠预取，", "那预取顺序从哪来？"]}]
+    recorded.streams = [{"stream": [f"ASK {open_followups[-1]}\n你说靠预取，", "那预取顺序从哪来？"], "gap": 0.5}]
     steps = list(handlers.answer(view.session_id, ANSWER))
     assert steps[0].chat[-2:] == [{"role": "user", "content": ANSWER}, {"role": "assistant", "content": "……"}]
     spoken = [s.chat[-1]["content"] for s in steps if s.chat[-1]["content"].startswith("**↪**")]

@@ -8,13 +8,13 @@ session id lives in the browser (``gr.BrowserState``) so a reload resumes it.
 
 from __future__ import annotations
 
-import math
 import os
 import secrets
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from interviewer.application.grading import GradingWorker
 from interviewer.application.history import History
 from interviewer.application.labels import grader_line
 from interviewer.application.plans import select_plan
-from interviewer.application.turns import Step, play
+from interviewer.application.turns import Playback, Step, settle, speak
 from interviewer.content.rubric import Lang
 from interviewer.errors import InterviewerError
 from interviewer.grading.grade import Grade
@@ -35,6 +35,7 @@ from interviewer.interview import report as reports
 from interviewer.interview.engine import Committed, Engine
 from interviewer.interview.state import Exchange, Prompt, SessionState, format_clock
 from interviewer.interview.store import StaleMove
+from interviewer.pools import start_all
 from interviewer.services import Services
 from interviewer.settings import Settings
 
@@ -42,6 +43,7 @@ from interviewer.settings import Settings
 # card's grade), so a server holds many at once; Gradio's default of 40 would queue candidates.
 MAX_THREADS = 256
 STREAM_INTERVAL_S = 0.1
+PLAYBACK_KEPT_S = 60.0  # how long a spoken turn's steps stay for a page that follows it late
 PLANS = ["full", "round 1", "round 2", "round 3", "question", "topic", "weak"]
 TEXT = {
     "zh": {
@@ -115,22 +117,38 @@ class Handlers:
         self.services = services
         # grades are computed in the background, many at once (they wait on the model, not the CPU)
         self.worker = GradingWorker(lambda: self.engine, services.settings.llm.grading_workers)
-        # answers this process is deciding live (turn id -> until when): a reload or a second tab
-        # leaves them to their turn; one whose turn died with a previous process is decided at once
-        self._live: dict[int, float] = {}
-        self._live_lock = threading.Lock()
+        # each answer's turn is spoken once, on these threads, from its commit (see Playback); a
+        # reload or a second tab leaves a turn still being spoken to it, and one whose turn died
+        # with a previous process is decided at once
+        self._speakers = ThreadPoolExecutor(services.settings.llm.grading_workers, thread_name_prefix="turn")
+        self._playbacks: dict[int, Playback] = {}
+        self._playbacks_lock = threading.Lock()
+
+    def start_threads(self) -> None:
+        """A server starts its pools' threads before candidates arrive (see ``pools``)."""
+        self.worker.start()
+        start_all(self._speakers, self.settings.llm.grading_workers)
 
     def _live_turns(self) -> set[int]:
-        now = time.monotonic()
-        with self._live_lock:
-            return {turn_id for turn_id, until in self._live.items() if until > now}
+        with self._playbacks_lock:
+            return {turn_id for turn_id, playback in self._playbacks.items() if not playback.done}
 
-    def _mark_live(self, turn_id: int, until: float | None) -> None:
-        with self._live_lock:
-            if until is None:
-                self._live.pop(turn_id, None)
-            else:
-                self._live[turn_id] = until
+    def _speak(self, committed: Committed) -> Playback:
+        """The turn's playback, started now unless it already runs; playbacks finished a minute ago
+        are dropped (a page follows its turn within seconds; later, the store has the outcome)."""
+        turn_id = committed.turn.id
+        now = time.monotonic()
+        with self._playbacks_lock:
+            for old, playback in list(self._playbacks.items()):
+                if playback.finished_at is not None and now - playback.finished_at > PLAYBACK_KEPT_S:
+                    del self._playbacks[old]
+            existing = self._playbacks.get(turn_id)
+            if existing is not None:
+                return existing
+            playback = self._playbacks[turn_id] = Playback()
+        steps = speak(self.engine, self.services.interviewer, committed, self.worker)
+        self._speakers.submit(playback.run, steps)
+        return playback
 
     @property
     def settings(self) -> Settings:
@@ -203,15 +221,15 @@ class Handlers:
         """Store the answer; the view shows it, with the interviewer about to speak."""
         state = self._state(session_id)
         committed = self.engine.commit(state.id, "answer", _answer_text(answer, code, state.lang), at=at)
-        self._mark_live(committed.turn.id, time.monotonic() + self.settings.interview.live_total_s)  # until `follow` starts
         self._grade_soon(committed)
+        self._speak(committed)
         return self.view(committed.deciding, thinking=True)
 
     def commit_retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
         state = self._state(session_id)
         committed = self.engine.commit_retry(state.id, _answer_text(answer, code, state.lang), at=at)
-        self._mark_live(committed.turn.id, time.monotonic() + self.settings.interview.live_total_s)
         self._grade_soon(committed)
+        self._speak(committed)
         return self.view(committed.deciding, thinking=True)
 
     def _grade_soon(self, committed: Committed) -> None:
@@ -221,31 +239,35 @@ class Handlers:
             self.worker.submit(committed.turn.id, decide_first=False)
 
     def follow(self, session_id: str) -> Iterator[View]:
-        """Play the turn the last commit began: the follow-up as the interviewer words it, view by
-        view, then the next prompt as stored; in practice mode the feedback card when it is ready."""
+        """Show the turn the last commit began, as it is spoken: the follow-up as the interviewer
+        words it, view by view, then the next prompt as stored; in practice mode the feedback card
+        when it is ready."""
         engine = self.engine
         state = engine.state(session_id) if session_id else None
-        turn = state.undecided[-1] if state is not None and state.undecided else None
-        if state is None or turn is None:  # nothing to play (decided elsewhere): the view as it stands
-            if state is not None:
-                yield self.view(state)
+        if state is None:
             return
-        before = state.before(turn)
-        wait = self.settings.llm.grade_budget_s + 5
-        self._mark_live(turn.id, math.inf)
+        turn = state.undecided[-1] if state.undecided else state.last_answered()
+        with self._playbacks_lock:
+            playback = self._playbacks.get(turn.id) if turn is not None else None
+        if playback is None and turn is not None and turn.decision is None:  # its commit was in another process
+            playback = self._speak(Committed(state.before(turn), turn))
+        if playback is None:  # nothing to play (decided long ago, or elsewhere): the view as it stands
+            yield self.view(state)
+            return
         shown_at = 0.0
-        try:
-            for step in play(engine, self.services.interviewer, Committed(before, turn), self.worker, grade_wait_s=wait):
-                if step.state.prompt.kind != "deciding":
-                    self._mark_live(turn.id, None)  # decided: nothing is left to leave alone
-                elif step.speaking is None:
-                    continue  # the answer on screen: `commit` has shown that already
-                elif step.speaking and time.monotonic() - shown_at < STREAM_INTERVAL_S:
-                    continue  # words come in faster than a page repaints: send them in ~10 batches a second
-                shown_at = time.monotonic()
+        decided: Step | None = None
+        for step in playback.follow():
+            if step.state.prompt.kind != "deciding":
+                decided = step
+            elif step.speaking is None:
+                continue  # the answer on screen: `commit` has shown that already
+            elif time.monotonic() - shown_at < STREAM_INTERVAL_S:
+                continue  # words come in faster than a page repaints: send them in ~10 batches a second
+            shown_at = time.monotonic()
+            yield self.step_view(step)
+        if decided is not None:
+            for step in settle(engine, decided, self.worker, grade_wait_s=self.settings.llm.grade_budget_s + 5):
                 yield self.step_view(step)
-        finally:
-            self._mark_live(turn.id, None)
 
     def answer(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
         """Both events in one (for callers without a page): commit, then follow."""
@@ -566,6 +588,6 @@ def create(services: Services | None = None) -> gr.Blocks:
     # from the environment (a folder set by the operator stays theirs).
     os.environ.setdefault("GRADIO_TEMP_DIR", str((Path(tempfile.gettempdir()) / "gradio").resolve()))
     handlers = Handlers(services)
-    handlers.worker.start()
+    handlers.start_threads()
     handlers.worker.resume()  # what a restart left ungraded is graded now, once
     return build(handlers, secret=browser_secret(services.settings.home))
