@@ -556,6 +556,9 @@ async def browser_round(pages: list[Any], app: App, home: Path, mode: str, run: 
     await asyncio.gather(*(ready(i, p) for i, p in enumerate(pages)))
     print(f"  {len(pages)} page(s) ready in {mode} mode in {time.perf_counter() - began:.1f} s", flush=True)
     wait_until(lambda: all(t["status"] != "pending" for t in store_turns(home)), 40)  # earlier grades are in: idle workers
+    idle = CPU(app)
+    await asyncio.sleep(3)
+    print(f"  the {len(pages)} page(s) doing nothing, for reference: {idle.line()}", flush=True)
     cpu = CPU(app)
     target = time.time() * 1000 + 1500 + 50 * len(pages)
     want_card = mode == "practice"
