@@ -22,9 +22,10 @@ browser: N candidates in one headless Chromium (one context each: separate sessi
   first-word figure is the interview round's (target p95 <= 1.5 s); the card's target is the
   model's grade time + 1 s. The paced model's own clock splits the first word into the time until
   the app asked the model and the time from the model's first token to the page.
-clients: N gradio_client candidates (threads) against the app, the model answering every request
-  whole in a fixed S seconds: all at once, /submit then /follow; from the /submit call to the first
-  /follow output whose last interviewer message is new words (target p95 <= 5 s, none refused).
+clients: N candidates speaking HTTP as the page does (``Wire``: one asyncio loop, no gradio_client
+  threads), the model answering every request whole in a fixed S seconds: all at once, /submit (one
+  POST) then /follow (joined on the queue, read on its event stream); from the /submit call to the
+  first /follow output whose last interviewer message is new words (target p95 <= 5 s, none refused).
 hung: a model that never answers. The answer must be in the store (sessions.db, read directly)
   within 100 ms of the /submit call; the interviewer's next words (the scripted follow-up) must come
   within the live budget (interview.live_budget_s, 4 s by default).
@@ -33,10 +34,12 @@ kill: N candidates submit; once every answer is in the store the app is killed (
   may be lost, and every answer must be graded exactly once after the restart (grade requests per
   answer received by the paced model, status 'graded' with a grade).
 
-Diagnostics: ``clients --paced`` (the model at the default pace), ``clients --direct`` and ``hung
---client-submit`` (/submit as the page sends it, one POST, or through gradio_client, which sends
-every event through the queue); each measured window also prints the CPU used by the machine, the
-app, Chromium and this process. ``BENCH_PROFILE=<file>`` samples the app's busy threads every 5 ms
+Diagnostics: ``clients --paced`` (the model at the default pace), ``hung --client-submit`` (/submit
+through gradio_client, which sends every event through the queue, instead of one POST as the page
+sends it); each measured window also prints the CPU used by the machine, the app, Chromium and this
+process, and the browser rounds the CPU of their pages doing nothing for 3 s before the clicks.
+``BENCH_SWITCH_S=<s>`` sets the app's interpreter switch interval (an experiment: 1 ms changed
+nothing measurable). ``BENCH_PROFILE=<file>`` samples the app's busy threads every 5 ms
 during the measured window and writes the functions seen most when the app stops;
 ``BENCH_DEBUG=1`` prints what each page showed, and when, and keeps screenshots in /tmp.
 """
