@@ -38,8 +38,8 @@ Diagnostics: ``clients --paced`` (the model at the default pace), ``hung --clien
 through gradio_client, which sends every event through the queue, instead of one POST as the page
 sends it); each measured window also prints the CPU used by the machine, the app, Chromium and this
 process, and the browser rounds the CPU of their pages doing nothing for 3 s before the clicks.
-``BENCH_SWITCH_S=<s>`` sets the app's interpreter switch interval (an experiment: 1 ms changed
-nothing measurable). ``BENCH_PROFILE=<file>`` samples the app's busy threads every 5 ms
+``BENCH_SWITCH_S=<s>`` sets the app's interpreter switch interval (an experiment: 1 ms, tried once
+against the default 5 ms, was within the spread between runs). ``BENCH_PROFILE=<file>`` samples the app's busy threads every 5 ms
 during the measured window and writes the functions seen most when the app stops;
 ``BENCH_DEBUG=1`` prints what each page showed, and when, and keeps screenshots in /tmp.
 """

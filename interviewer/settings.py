@@ -112,7 +112,10 @@ class InterviewSettings(BaseModel):
 
     max_followups: int = Field(default=2, ge=0, le=4, description="Follow-ups asked at most per question.")
     live_budget_s: float = Field(
-        default=4.0, gt=0, le=30, description="Seconds the live interviewer has to decide before the scripted follow-up is asked."
+        default=4.0,
+        gt=0,
+        le=30,
+        description="Seconds from an answer until the interviewer's next words: the scripted follow-up if the model has not decided.",
     )
     live_total_s: float = Field(default=15.0, gt=0, le=120, description="Seconds it has to finish wording its follow-up.")
 

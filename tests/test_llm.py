@@ -358,7 +358,8 @@ def test_a_hung_model_costs_only_the_live_budget(services: Services, server: tup
     started = time.monotonic()
     final = live(base_url, engine.options(committed), budget=0.8)[-1]
     waited = time.monotonic() - started
-    assert final.move is None and final.notice and 0.7 < waited < 4.0  # the budget, not the model's 5 s
+    # the budget less what is kept to show the scripted follow-up (a quarter of 0.8 s), not the model's 5 s
+    assert final.move is None and final.notice and 0.55 < waited < 4.0
 
 
 def test_the_model_is_not_asked_when_the_rules_decide(services: Services, server: tuple[str, Recorded], tmp_path: Any) -> None:

@@ -29,6 +29,7 @@ from interviewer.interview.followups import Decision, OwnFollowUp
 from interviewer.provider import Message, TextStreamer
 from interviewer.settings import Settings
 
+FALLBACK_DELIVERY_S = 0.3  # of the live budget, kept for showing the scripted follow-up instead
 MAX_CHARS = 600  # a talkative model is cut off: a follow-up is one or two sentences
 MAX_EXPECTS = 6
 FALLBACK = {
@@ -194,6 +195,9 @@ class LLMInterviewer:
 
         threading.Thread(target=pump, name="live-interviewer", daemon=True).start()
         budget, total = self.settings.interview.live_budget_s, self.settings.interview.live_total_s
+        # the budget is for the candidate: the scripted follow-up must be on the page by then, and
+        # deciding, storing and sending it took 0.10-0.15 s with ten candidates waiting on a hung model
+        budget -= min(FALLBACK_DELIVERY_S, budget / 4)
         seen_newline = False
         while True:
             deadline = started + (total if seen_newline else budget)
