@@ -475,13 +475,13 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             download_pdf,
         ]
 
+        def shown_values(view: View) -> tuple[Any, ...]:
+            """The outputs that are plain values: the session, the tab's position, chat, progress, card."""
+            return (view.session_id, view.position, view.chat, view.progress, view.report or view.feedback)
+
         def show(view: View) -> tuple[Any, ...]:
             return (
-                view.session_id,
-                view.position,
-                view.chat,
-                view.progress,
-                view.report or view.feedback,
+                *shown_values(view),
                 gr.update(visible=view.code_question, value=""),
                 gr.update(value="", interactive=view.can_answer),
                 gr.update(interactive=view.can_answer),
@@ -500,11 +500,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             skips, 2.6 ms with values, measured on these fourteen outputs). The answer box and the
             code editor were cleared by the commit and stay locked until the turn is decided."""
             return (
-                view.session_id,
-                view.position,
-                view.chat,
-                view.progress,
-                view.report or view.feedback,
+                *shown_values(view),
                 "",
                 "",
                 *(button.value for button in (submit, dont_know, skip, retry, proceed)),
