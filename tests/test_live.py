@@ -304,6 +304,7 @@ def test_a_turn_being_played_is_left_alone_and_one_that_died_is_decided_on_reloa
     assert resumed.can_answer and resumed.chat[-1]["role"] == "assistant"
     decided = handlers.services.store.turns(view.session_id)[0].decision
     assert decided is not None and committed.chat[-1]["content"] == "…"
+    assert "Round 1" in committed.progress and "question 1/" in committed.progress  # the line stays while it thinks
     speaking.gate.set()  # the first process's turn ends: the decision made on reload stands
     shown = list(handlers.follow(view.session_id))
     assert handlers.services.store.turns(view.session_id)[0].decision == decided and shown[-1].can_answer

@@ -177,7 +177,16 @@ class SessionState:
             question = self.bank.get(question_id)
             mine = self.turns_of(question_id)
             if mine and mine[-1].decision is None:  # the interviewer is still choosing what follows
-                return Prompt("deciding", "", round=question.round, question_id=question_id, number=index + 1, total=len(questions))
+                return Prompt(
+                    "deciding",
+                    "",
+                    round=question.round,
+                    round_title=self.round_title(question.round),  # the progress line stays put while it thinks
+                    question_id=question_id,
+                    number=index + 1,
+                    total=len(questions),
+                    time_left_s=self.time_left(question.round),
+                )
             step = self._open_step(question, mine)
             if step is not None:
                 return self._question_prompt(question, step, index, mine)
