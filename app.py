@@ -13,7 +13,7 @@ def main() -> None:
     # before gradio is imported: no version check or telemetry calls at start-up
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from interviewer.application.startup import ready_index, warm
-    from interviewer.faces.web import MAX_THREADS, create
+    from interviewer.faces.web import create, launch
     from interviewer.services import Services
     from interviewer.settings import Settings
 
@@ -21,7 +21,7 @@ def main() -> None:
     if note := ready_index(services, progress=True):
         print(note)
     warm(services)
-    create(services).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), max_threads=MAX_THREADS)
+    launch(create(services), server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
 
 
 if __name__ == "__main__":

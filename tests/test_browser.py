@@ -191,6 +191,37 @@ def test_two_users_never_see_each_others_answers(browser: Any, app: App) -> None
     second.close()
 
 
+COUNT_FRAMES = """(() => {
+  const frame = window.requestAnimationFrame.bind(window);
+  window.__frames = {status: 0, other: 0};
+  window.requestAnimationFrame = (callback) => {
+    window.__frames[(new Error().stack || "").includes("statustracker") ? "status" : "other"] += 1;
+    return frame(callback);
+  };
+})()"""
+
+
+def test_an_idle_page_stops_drawing_frames(browser: Any, app: App) -> None:
+    """Gradio's status tracker asks for a frame sixty times a second after the page has loaded; the
+    page's own script (``faces/page_script.py``) runs first and gives those requests a timer of a
+    quarter second. Counted here by a script that runs before both: without the page's script it
+    sees Gradio's requests (about 120 in 2 s); with it, none reach the browser's frames."""
+    context = browser.new_context()
+    context.add_init_script(COUNT_FRAMES)
+    page = context.new_page()
+    page.goto(app.url)
+    start(page, "round 1", "interview", "en")
+    page.wait_for_timeout(1000)
+    page.evaluate("() => { window.__frames.status = 0; window.__frames.other = 0; }")
+    page.wait_for_timeout(2000)
+    frames = page.evaluate("() => window.__frames")
+    assert frames["status"] < 10, frames
+    answer(page, "Data parallel keeps a full replica per GPU and all-reduces the gradients.")
+    # the page still works: the interviewer's next words (a follow-up or the next question) came
+    page.wait_for_function("() => document.body.innerText.includes('↪') || document.body.innerText.includes('[q02]')")
+    context.close()
+
+
 def test_with_a_model_the_next_question_comes_first_and_the_card_after(browser: Any, tmp_path: Path) -> None:
     """The interviewer moves on at once while the model still grades (3 s); the practice feedback
     card shows "grading" meanwhile, then the grade."""

@@ -152,3 +152,28 @@ def test_a_second_tab_cannot_answer_a_prompt_it_never_showed(handlers: Handlers)
         submit(handlers, second_tab.session_id, "an answer typed against the old question", at=second_tab.position)
     current = handlers.current(second_tab.session_id)
     assert current.chat == after.chat and current.position == after.position
+
+
+def test_the_page_script_goes_first_in_the_head_of_the_page_only() -> None:
+    """The middleware rewrites the page (``GET /``) and nothing else, and keeps the length right."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from interviewer.faces.page_script import SCRIPT, PageScript
+
+    page = "<html><head><title>t</title></head><body>中文 <head> in text</body></html>"
+    routes = [
+        Route("/", lambda request: HTMLResponse(page)),
+        Route("/other", lambda request: HTMLResponse(page)),
+        Route("/config", lambda request: JSONResponse({"head": "<head>"})),
+    ]
+    client = TestClient(Starlette(routes=routes, middleware=[Middleware(PageScript)]))
+    served = client.get("/")
+    assert served.content == page.encode().replace(b"<head>", b"<head>" + SCRIPT, 1)
+    assert int(served.headers["content-length"]) == len(served.content)
+    assert client.get("/other").text == page
+    assert client.get("/config").json() == {"head": "<head>"}
+    assert client.post("/").status_code == 405

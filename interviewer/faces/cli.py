@@ -365,7 +365,7 @@ def serve(
     import os
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    from interviewer.faces.web import MAX_THREADS, create
+    from interviewer.faces.web import create, launch
 
     credentials = None
     if auth is not None:
@@ -381,9 +381,7 @@ def serve(
     if note := ready_index(services, progress=sys.stderr.isatty()):
         console.print(note)
     warm(services)
-    create(services).launch(
-        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials, max_threads=MAX_THREADS
-    )
+    launch(create(services), server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials)
 
 
 @app.command()

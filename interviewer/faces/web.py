@@ -404,6 +404,16 @@ def browser_secret(home: Path) -> str:
     return path.read_text(encoding="utf-8").strip()
 
 
+def launch(demo: gr.Blocks, **options: Any) -> None:
+    """Serve the page as ``python app.py`` and ``interviewer serve`` do: the page's own script
+    first in its head (see ``page_script``), and enough threads for candidates waiting on a model."""
+    from starlette.middleware import Middleware
+
+    from interviewer.faces.page_script import PageScript
+
+    demo.launch(max_threads=MAX_THREADS, app_kwargs={"middleware": [Middleware(PageScript)]}, **options)
+
+
 def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
     """Lay out the page and wire events to the handlers."""
     bank = handlers.services.bank
