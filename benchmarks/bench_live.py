@@ -731,7 +731,7 @@ class Wire:
         read to its end, as the page does."""
         first: float | None = None
         text = ""
-        async for out in self.queued("follow", [self.session]):
+        async for out in self.queued("follow", [self.session, None]):
             now_text = last_interviewer(out[2])
             if first is None and new_words(now_text, self.asked):
                 first, text = time.perf_counter() - began, now_text

@@ -103,3 +103,15 @@ def clock() -> FakeClock:
 def engine(services: Services, store: Store, clock: FakeClock) -> Engine:
     """An engine on a fresh store with the offline grader and a clock the test moves."""
     return Engine(store, services.bank, services.offline_grader, clock=clock)
+
+
+def shown_text(markdown: str) -> str:
+    """The text a reader sees of the app's Markdown, rendered as CommonMark: tags dropped, line
+    breaks kept, entities decoded."""
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    rendered = re.sub(r"<br\s*/?>\n?", "\n", MarkdownIt("commonmark").render(markdown))
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered)).replace("\xa0", " ")

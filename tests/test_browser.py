@@ -159,6 +159,33 @@ def test_a_round_in_english_interview_mode_with_the_code_editor(browser: Any, ap
     page.close()
 
 
+def test_an_empty_submit_is_one_line_and_what_was_written_shows_as_written(browser: Any, app: App) -> None:
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    page.goto(app.url)
+    start(page, "round 1", "interview", "en")
+    page.get_by_text("[q01]").first.wait_for()
+    page.get_by_role("button", name="Submit").click()
+    page.get_by_text("The answer is empty: write something, or press Skip.").wait_for()
+    page.wait_for_timeout(800)  # the follow that comes after the submit, with nothing to play
+    assert page.get_by_text("Error", exact=True).count() == 0  # no error panels over the chat or the answer box
+    assert "[q01]" in chat_text(page) and page.get_by_role("button", name="Submit").is_enabled()
+    kernel = "__global__ void k(float* __restrict__ a) {\n    __shared__ float s[32];\n    s[threadIdx.x] = a[0];\n}"
+    hostile = "<img src=x onerror=alert(1)> *not emphasis*"
+    answer(page, f"{hostile}\n\n```cuda\n{kernel}\n```")
+    page.get_by_text("↪").last.wait_for()
+    assert page.get_by_text("The answer is empty").count() == 0  # the line goes with the next move
+    chat = page.locator(".bubble-wrap").first
+    assert hostile in chat.inner_text() and chat.locator("img").count() == 0 and chat.locator("em").count() == 0
+    code = chat.locator("pre code").first
+    assert code.inner_text().strip() == kernel  # indentation and double underscores kept
+    assert "monospace" in code.evaluate("e => getComputedStyle(e).fontFamily")
+    assert not any(url.rstrip("/").endswith("/x") for url in fetched)
+    page.screenshot(path=str(ARTIFACTS / "empty-submit-and-code.png"), full_page=True)
+    page.close()
+
+
 def test_a_server_restart_resumes_the_session(browser: Any, app: App) -> None:
     context = browser.new_context()
     page = context.new_page()

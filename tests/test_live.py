@@ -219,7 +219,7 @@ def test_the_next_words_come_before_the_grade_and_the_card_after(server: tuple[s
     committed = handlers.commit(view.session_id, "Data parallel copies the model and all-reduces gradients.", at=view.position)
     assert committed.chat[-1]["content"] == "…" and handlers.services.store.turns(view.session_id)[0].answer
     seen: list[tuple[str, Any]] = []  # each step, with the answer's grading status as the step was shown
-    for step in handlers.follow(view.session_id):
+    for step in handlers.follow(view.session_id, committed.playing):
         seen.append((handlers.services.store.turns(view.session_id)[0].status, step))
     status, asked = next((st, v) for st, v in seen if "[q02]" in v.chat[-1]["content"])
     assert status == "pending" and "Grading" in asked.feedback  # the next question, while the grade is computed
@@ -306,7 +306,7 @@ def test_a_turn_being_played_is_left_alone_and_one_that_died_is_decided_on_reloa
     assert decided is not None and committed.chat[-1]["content"] == "…"
     assert "Round 1" in committed.progress and "question 1/" in committed.progress  # the line stays while it thinks
     speaking.gate.set()  # the first process's turn ends: the decision made on reload stands
-    shown = list(handlers.follow(view.session_id))
+    shown = list(handlers.follow(view.session_id, committed.playing))
     assert handlers.services.store.turns(view.session_id)[0].decision == decided and shown[-1].can_answer
 
 
@@ -315,12 +315,12 @@ def test_the_turn_is_spoken_from_the_commit_even_if_no_page_follows_it(tmp_path:
     twice: a reload) gets the same words, and the turn is decided without any page."""
     handlers = Handlers(Services(Settings(home=tmp_path)))
     view = handlers.start("round 1", None, None, "interview", "en")
-    handlers.commit(view.session_id, "Data parallel copies the model and all-reduces gradients.", at=view.position)
+    committed = handlers.commit(view.session_id, "Data parallel copies the model and all-reduces gradients.", at=view.position)
     deadline = time.monotonic() + 10
     while handlers.services.store.turns(view.session_id)[0].decision is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert handlers.services.store.turns(view.session_id)[0].decision is not None  # no `follow` ran
-    first, again = list(handlers.follow(view.session_id)), list(handlers.follow(view.session_id))
+    first, again = (list(handlers.follow(view.session_id, committed.playing)) for _ in range(2))
     assert first[-1].chat == again[-1].chat and first[-1].chat[-1]["role"] == "assistant" and first[-1].can_answer
 
 

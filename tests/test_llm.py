@@ -447,6 +447,7 @@ def test_the_session_keeps_the_models_wording_but_its_own_choice(services: Servi
 
 def test_the_app_streams_the_models_follow_up(server: tuple[str, Recorded], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from interviewer.faces.web import Handlers
+    from interviewer.interview.verbatim import markdown as said_markdown
 
     base_url, recorded = server
     monkeypatch.setenv("OPENAI_BASE_URL", base_url)
@@ -461,7 +462,7 @@ def test_the_app_streams_the_models_follow_up(server: tuple[str, Recorded], tmp_
     open_followups = [f.id for f in question.followups]
     recorded.streams = [{"stream": [f"ASK {open_followups[-1]}\n你说靠预取，", "那预取顺序从哪来？"], "gap": 0.5}]
     steps = list(handlers.answer(view.session_id, ANSWER))
-    assert steps[0].chat[-2:] == [{"role": "user", "content": ANSWER}, {"role": "assistant", "content": "……"}]
+    assert steps[0].chat[-2:] == [{"role": "user", "content": said_markdown(ANSWER)}, {"role": "assistant", "content": "……"}]
     spoken = [s.chat[-1]["content"] for s in steps if s.chat[-1]["content"].startswith("**↪**")]
     assert spoken[0] == "**↪** 你说靠预取，" and spoken[-1] == "**↪** 你说靠预取，那预取顺序从哪来？"
     # (that the question comes while the grade is still pending is checked by order in test_live.py)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from interviewer.interview import report as reports
 from interviewer.interview.engine import Engine
 from interviewer.interview.plan import make_plan
 from interviewer.services import Services
-from tests.conftest import Q16, dev_candidate
+from tests.conftest import Q16, dev_candidate, shown_text
 
 
 def test_expert_and_novice_reports(engine: Engine) -> None:
@@ -44,6 +45,18 @@ def test_hostile_answers_show_as_text(services: Services, engine: Engine) -> Non
     page = reports.to_html(reports.build(engine.submit(state.id, hostile).state))
     assert "<script>alert" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+
+
+def test_code_stays_code_in_every_report(services: Services, engine: Engine) -> None:
+    kernel = "__global__ void k(float* __restrict__ a) {\n    __shared__ float s[32][33];\n    s[threadIdx.y][threadIdx.x] = a[0];\n}"
+    said = f"Pad the tile by one column:\n\n```cuda\n{kernel}\n```\nso a column read hits 32 banks."
+    state = engine.submit(engine.start(make_plan(services.bank, "question", "q07"), lang="en").id, said).state
+    built = reports.build(state)
+    page = reports.to_html(built)
+    assert f'<pre><code class="language-cuda">{html.escape(kernel)}</code></pre>' in page  # monospace (see CSS)
+    assert "pre{font-family:" in page.replace(" ", "").replace("\n", "")
+    shown = shown_text(reports.markdown(built))  # the in-app report, as the page renders it
+    assert kernel in shown and "Pad the tile by one column:" in shown
 
 
 def test_report_command(services: Services, tmp_path: Path) -> None:

@@ -27,7 +27,6 @@ from interviewer.application.history import History
 from interviewer.application.labels import grader_line
 from interviewer.application.plans import select_plan
 from interviewer.application.turns import Playback, Step, settle, speak
-from interviewer.content.rubric import Lang
 from interviewer.errors import InterviewerError
 from interviewer.grading.grade import Grade
 from interviewer.grading.offline import limitation_note
@@ -35,6 +34,8 @@ from interviewer.interview import report as reports
 from interviewer.interview.engine import Committed, Engine
 from interviewer.interview.state import Exchange, Prompt, SessionState, format_clock
 from interviewer.interview.store import StaleMove
+from interviewer.interview.verbatim import fence, mark_identifiers
+from interviewer.interview.verbatim import markdown as said_markdown
 from interviewer.pools import start_all
 from interviewer.services import Services
 from interviewer.settings import Settings
@@ -58,6 +59,7 @@ TEXT = {
         "grading": "评分中：评分卡片稍后出现在这里，面试照常继续。",
         "still_grading": "（还有 {n} 个回答在评分，分数随后补上。）",
         "finishing": "报告生成中：还有 {n} 个回答在评分。稍后点“恢复”查看完整报告。",
+        "followups": "追问 {n}",
     },
     "en": {
         "skip": "(skipped)",
@@ -71,6 +73,7 @@ TEXT = {
         "grading": "Grading: the feedback card appears here when it is ready; the interview goes on.",
         "still_grading": "({n} answers are still being graded; their scores fill in when they are.)",
         "finishing": "The report is being finished: {n} answers are still being graded. Resume in a moment to see it.",
+        "followups": "{n} follow-up(s)",
     },
 }
 
@@ -92,6 +95,9 @@ class View:
     report_file: str | None = None  # its self-contained HTML, for download
     report_pdf: str | None = None
     speaking: bool = False  # a moment of the interviewer's words streaming in: only the chat changed
+    playing: int | None = None  # the turn a commit just stored, which the page's `follow` then plays
+    notice: str = ""  # one line under the answer box: why a move was not taken
+    keep_draft: bool = False  # the move was refused: what is typed in the answer box stays there
 
 
 def feedback_card(grade: Grade, lang: str) -> str:
@@ -220,17 +226,27 @@ class Handlers:
     def commit(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
         """Store the answer; the view shows it, with the interviewer about to speak."""
         state = self._state(session_id)
-        committed = self.engine.commit(state.id, "answer", _answer_text(answer, code, state.lang), at=at)
+        text = _answer_text(answer, code)
+        if not text:
+            return self.refused(state, TEXT[state.lang]["empty"])
+        committed = self.engine.commit(state.id, "answer", text, at=at)
         self._grade_soon(committed)
         self._speak(committed)
-        return self.view(committed.deciding, thinking=True)
+        return replace(self.view(committed.deciding, thinking=True), playing=committed.turn.id)
 
     def commit_retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
         state = self._state(session_id)
-        committed = self.engine.commit_retry(state.id, _answer_text(answer, code, state.lang), at=at)
+        text = _answer_text(answer, code)
+        if not text:
+            return self.refused(state, TEXT[state.lang]["empty"])
+        committed = self.engine.commit_retry(state.id, text, at=at)
         self._grade_soon(committed)
         self._speak(committed)
-        return self.view(committed.deciding, thinking=True)
+        return replace(self.view(committed.deciding, thinking=True), playing=committed.turn.id)
+
+    def refused(self, state: SessionState, notice: str) -> View:
+        """The session as it stands, the reason on one line under the answer box, the draft kept."""
+        return replace(self.view(state), notice=notice, keep_draft=True)
 
     def _grade_soon(self, committed: Committed) -> None:
         """A model grade starts with the commit, not when the turn's event gets its thread: under load
@@ -238,15 +254,15 @@ class Handlers:
         if not self.engine.grades_at_once:
             self.worker.submit(committed.turn.id, decide_first=False)
 
-    def follow(self, session_id: str) -> Iterator[View]:
-        """Show the turn the last commit began, as it is spoken: the follow-up as the interviewer
-        words it, view by view, then the next prompt as stored; in practice mode the feedback card
-        when it is ready."""
+    def follow(self, session_id: str, turn_id: int | None) -> Iterator[View]:
+        """Show the turn a commit began (``turn_id``; none when the commit was refused), as it is
+        spoken: the follow-up as the interviewer words it, view by view, then the next prompt as
+        stored; in practice mode the feedback card when it is ready."""
         engine = self.engine
-        state = engine.state(session_id) if session_id else None
+        state = engine.state(session_id) if session_id and turn_id is not None else None
         if state is None:
             return
-        turn = state.undecided[-1] if state.undecided else state.last_answered()
+        turn = next((t for t in state.turns if t.id == turn_id), None)
         with self._playbacks_lock:
             playback = self._playbacks.get(turn.id) if turn is not None else None
         if playback is None and turn is not None and turn.decision is None:  # its commit was in another process
@@ -271,12 +287,14 @@ class Handlers:
 
     def answer(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
         """Both events in one (for callers without a page): commit, then follow."""
-        yield self.commit(session_id, answer, code, at)
-        yield from self.follow(session_id)
+        committed = self.commit(session_id, answer, code, at)
+        yield committed
+        yield from self.follow(session_id, committed.playing)
 
     def retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
-        yield self.commit_retry(session_id, answer, code, at)
-        yield from self.follow(session_id)
+        committed = self.commit_retry(session_id, answer, code, at)
+        yield committed
+        yield from self.follow(session_id, committed.playing)
 
     def skip(self, session_id: str, at: int | None = None) -> View:
         return self.view(self.engine.skip(self._state(session_id).id, at=at).state)
@@ -290,6 +308,9 @@ class Handlers:
     def current(self, session_id: str) -> View:
         """The session as it stands, for a tab whose view fell behind."""
         return self.view(self._state(session_id))
+
+    def current_state(self, session_id: str) -> SessionState:
+        return self._state(session_id)
 
     def clock(self, session_id: str) -> Any:
         """The progress line again, so the round's time left keeps counting down on screen."""
@@ -310,7 +331,9 @@ class Handlers:
         practice = state.mode == "practice"
         view = self.view(state, latest=step.grade if practice else None, thinking=not step.speaking)
         if step.speaking:
-            view = replace(view, chat=[*view.chat, {"role": "assistant", "content": "**↪** " + step.speaking}], speaking=True)
+            view = replace(
+                view, chat=[*view.chat, {"role": "assistant", "content": "**↪** " + mark_identifiers(step.speaking)}], speaking=True
+            )
         if step.notices and view.chat:
             last = view.chat[-1]
             notes = "\n\n".join(f"<sub>{n}</sub>" for n in step.notices)
@@ -365,32 +388,33 @@ class Handlers:
     def _prompt_text(prompt: Prompt, state: SessionState) -> str:
         if prompt.kind == "round-summary" and prompt.summary is not None:
             rows = "\n".join(
-                f"- {q.id}: {'—' if q.score is None else q.score}" + (f" (追问 {len(q.followups)})" if q.followups else "")
+                f"- {q.id}: {'—' if q.score is None else q.score}"
+                + (f" ({TEXT[state.lang]['followups'].format(n=len(q.followups))})" if q.followups else "")
                 for q in prompt.summary.questions
             )
             pending = [t for t in state.grading if t.round == prompt.round]
             still = "\n\n" + TEXT[state.lang]["still_grading"].format(n=len(pending)) if pending else ""
             return f"{prompt.text}\n\n{rows}{still}"
         label = {"question": f"**[{prompt.question_id}]** ", "followup": "**↪** "}.get(prompt.kind, "")
-        return label + prompt.text
+        return label + mark_identifiers(prompt.text)
 
     @staticmethod
     def _exchange_messages(state: SessionState, exchange: Exchange) -> list[dict[str, str]]:
         t = TEXT[state.lang]
         turn = exchange.turn
-        asked = ("**↪** " if exchange.is_followup else f"**[{turn.question_id}]** ") + exchange.asked
-        answer = turn.answer if turn.kind == "answer" else t[turn.kind]
+        asked = ("**↪** " if exchange.is_followup else f"**[{turn.question_id}]** ") + mark_identifiers(exchange.asked)
+        answer = said_markdown(turn.answer or "") if turn.kind == "answer" else t[turn.kind]
         messages = [{"role": "assistant", "content": asked}, {"role": "user", "content": answer or ""}]
         if state.mode == "practice" and turn.grade is not None and turn.kind == "answer" and turn.decision is not None:
             messages.append({"role": "assistant", "content": f"{t['score']} {turn.grade.score}/10"})
         return messages
 
 
-def _answer_text(answer: str, code: str, lang: Lang) -> str:
-    text = "\n\n".join(part for part in (answer.strip(), code.strip()) if part)
-    if not text:
-        raise InterviewerError(TEXT[lang]["empty"])
-    return text
+def _answer_text(answer: str, code: str) -> str:
+    """The answer as stored: what was typed, then the editor's kernel as a fenced block (so it is
+    shown, graded and reported as code)."""
+    kernel = fence(code.strip("\n"), "cpp") if code.strip() else ""
+    return "\n\n".join(part for part in (answer.strip(), kernel) if part)
 
 
 def browser_secret(home: Path) -> str:
@@ -454,16 +478,18 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 )
                 weakest = gr.Dataframe(headers=["topic", "mean score", "questions"], interactive=False, label="Weakest topics")
         progress = gr.Markdown(handlers.badge)
-        chat = gr.Chatbot(height=480, label="Interview")
+        chat = gr.Chatbot(height=480, label="Interview", latex_delimiters=[])
         answer = gr.Textbox(lines=6, label="Your answer", placeholder="中文或 English")
         code = gr.Code(language="cpp", label="Kernel (C++/CUDA)", visible=False, lines=14)
+        notice = gr.Markdown("", elem_classes="notice")
+        playing = gr.State(None)  # the turn this tab's last Submit stored, for its `follow` to play
         with gr.Row():
             submit = gr.Button("Submit", variant="primary")
             dont_know = gr.Button("I don't know")
             skip = gr.Button("Skip")
             retry = gr.Button("Retry (practice)", visible=False)
             proceed = gr.Button("Next round", visible=False)
-        feedback = gr.Markdown()
+        feedback = gr.Markdown(latex_delimiters=[])
         with gr.Row():
             download = gr.DownloadButton("Download the report (HTML)", visible=False)
             download_pdf = gr.DownloadButton("Download the report (PDF)", visible=False)
@@ -483,6 +509,8 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             proceed,
             download,
             download_pdf,
+            playing,
+            notice,
         ]
 
         def shown_values(view: View) -> tuple[Any, ...]:
@@ -490,10 +518,11 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             return (view.session_id, view.position, view.chat, view.progress, view.report or view.feedback)
 
         def show(view: View) -> tuple[Any, ...]:
+            draft: dict[str, Any] = {} if view.keep_draft else {"value": ""}
             return (
                 *shown_values(view),
-                gr.update(visible=view.code_question, value=""),
-                gr.update(value="", interactive=view.can_answer),
+                gr.update(visible=view.code_question, **draft),
+                gr.update(interactive=view.can_answer, **draft),
                 gr.update(interactive=view.can_answer),
                 gr.update(interactive=view.can_answer),
                 gr.update(interactive=view.can_answer),
@@ -501,6 +530,8 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 gr.update(visible=view.can_continue),
                 gr.update(visible=view.report_file is not None, value=view.report_file),
                 gr.update(visible=view.report_pdf is not None, value=view.report_pdf),
+                view.playing,
+                view.notice,
             )
 
         def show_words(view: View) -> tuple[Any, ...]:
@@ -516,17 +547,22 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 *(button.value for button in (submit, dont_know, skip, retry, proceed)),
                 view.report_file,
                 view.report_pdf,
+                view.playing,
+                view.notice,
             )
 
         def guarded(handler: Any) -> Any:
             def run(*args: Any) -> Iterator[tuple[Any, ...]]:
                 try:
                     result = handler(*args)
+                    shown = False
                     for view in [result] if isinstance(result, View) else result:
+                        shown = True
                         yield show_words(view) if view.speaking else show(view)
+                    if not shown:  # nothing to show (a follow after a refused submit): leave the page as it is
+                        yield (gr.skip(),) * len(outputs)
                 except StaleMove as exc:  # another tab or a second click moved first: show where things are
-                    gr.Warning(str(exc))
-                    yield show(handlers.current(args[0]))
+                    yield show(handlers.refused(handlers.current_state(args[0]), str(exc)))
                 except InterviewerError as exc:
                     raise gr.Error(str(exc)) from None
 
@@ -547,10 +583,10 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         quiet: dict[str, Any] = {"show_progress": "hidden"}
         submit.click(
             guarded(handlers.commit), [session_id, answer, code, position], outputs, api_name="submit", queue=False, **quiet
-        ).success(guarded(handlers.follow), [session_id], outputs, api_name="follow", concurrency_limit=None, **quiet)
+        ).success(guarded(handlers.follow), [session_id, playing], outputs, api_name="follow", concurrency_limit=None, **quiet)
         retry.click(
             guarded(handlers.commit_retry), [session_id, answer, code, position], outputs, api_name="retry", queue=False, **quiet
-        ).success(guarded(handlers.follow), [session_id], outputs, api_name="follow_retry", concurrency_limit=None, **quiet)
+        ).success(guarded(handlers.follow), [session_id, playing], outputs, api_name="follow_retry", concurrency_limit=None, **quiet)
         skip.click(guarded(handlers.skip), [session_id, position], outputs, api_name="skip")
         dont_know.click(guarded(handlers.dont_know), [session_id, position], outputs, api_name="dont_know")
         proceed.click(guarded(handlers.proceed), [session_id, position], outputs, api_name="next_round")

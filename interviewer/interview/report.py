@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interviewer.grading.grade import Grade
+from interviewer.interview import verbatim
 from interviewer.interview.state import SessionState, topic_means
+from interviewer.interview.verbatim import mark_identifiers
 
 TEXT = {
     "zh": {
@@ -118,15 +120,15 @@ def markdown(report: Report) -> str:
     out += ["", f"## {t['topics']}", ""]
     out += [f"- {topic}: {'█' * round(score)}{'░' * (10 - round(score))} {score}" for topic, score in report.topics]
     for q in report.questions:
-        out += ["", f"## [{q.id}] {q.text}", "", f"**{t['score']}: {_score(q.score)}**", ""]
+        out += ["", f"## [{q.id}] {mark_identifiers(q.text)}", "", f"**{t['score']}: {_score(q.score)}**", ""]
         if q.answer is None:
             out.append(f"*{t['skipped'] if q.grade else t['not_answered']}*")
             continue
-        out += [f"> {line}" for line in q.answer.splitlines()]
+        out += _quoted(q.answer)
         if q.grade is not None:
             out += ["", *criteria_markdown(q.grade, report.lang)]
         for text, answer, grade in q.followups:
-            out += ["", f"**{t['followups']}**: {text}", f"> {answer or t['skipped']}"]
+            out += ["", f"**{t['followups']}**: {mark_identifiers(text)}", *(_quoted(answer) if answer else [f"> {t['skipped']}"])]
             if grade is not None:
                 out.append(f"{t['score']}: {grade.score}/10")
     if report.plan:
@@ -134,6 +136,11 @@ def markdown(report: Report) -> str:
         for question_id, score, refs in report.plan:
             out.append(f"1. [{question_id}] {score}/10 — {t['read']}: " + ", ".join(f"`{r}`" for r in refs))
     return "\n".join(out) + "\n"
+
+
+def _quoted(answer: str) -> list[str]:
+    """An answer as a Markdown quote, shown as written (see ``verbatim``)."""
+    return [f"> {line}" if line else ">" for line in verbatim.markdown(answer).split("\n")]
 
 
 def criteria_markdown(grade: Grade, lang: str) -> list[str]:
@@ -145,7 +152,7 @@ def criteria_markdown(grade: Grade, lang: str) -> list[str]:
     for c in grade.criteria:
         lines.append(f"- **{c.description}** {c.score}/{c.max_score}")
         for quote in c.evidence[:2]:
-            lines.append(f"  - {t['evidence']}: “{quote[:200]}”")
+            lines.append(f"  - {t['evidence']}: “{verbatim.quote_markdown(quote)}”")
         for m in c.misconceptions:
             lines.append(f"  - {t['wrong']}: {m.claim} → {m.correction}")
         if c.score < c.max_score and c.missing:
@@ -184,7 +191,9 @@ def radar_svg(topics: list[tuple[str, float]], size: int = 360) -> str:
 
 CSS = """body{font-family:system-ui,"WenQuanYi Micro Hei","Noto Sans CJK SC",sans-serif;max-width:900px;margin:2em auto;
 line-height:1.5;color:#222}h1{border-bottom:2px solid #ea580c}blockquote{background:#fff7ed;border-left:4px solid #ea580c;
-margin:0.5em 0;padding:0.5em 1em;white-space:pre-wrap}.score{font-weight:bold}li{margin:0.2em 0}section{page-break-inside:avoid}
+margin:0.5em 0;padding:0.5em 1em}.said{white-space:pre-wrap;margin:0.4em 0}
+pre{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:0.85em;background:#f4f4f5;padding:0.6em;
+white-space:pre-wrap;overflow-wrap:anywhere}.score{font-weight:bold}li{margin:0.2em 0}section{page-break-inside:avoid}
 code{background:#f4f4f5;padding:0 0.3em}@media print{body{margin:0}}"""
 
 
@@ -203,13 +212,14 @@ def to_html(report: Report) -> str:
         if q.answer is None:
             parts.append(f"<p><em>{e(t['skipped'] if q.grade else t['not_answered'])}</em></p></section>")
             continue
-        parts.append(f"<blockquote>{e(q.answer)}</blockquote>")
+        parts.append(f"<blockquote>{verbatim.to_html(q.answer)}</blockquote>")
         if q.grade is not None:
             parts.append("<ul>" + "".join(_criterion_html(c, t) for c in q.grade.criteria) + "</ul>")
             if q.grade.passages:
                 parts.append(f"<p>{e(t['read'])}: " + ", ".join(f"<code>{e(p.source)}</code>" for p in q.grade.passages[:4]) + "</p>")
         for text, answer, grade in q.followups:
-            parts.append(f"<p><strong>{e(t['followups'])}</strong>: {e(text)}</p><blockquote>{e(answer or t['skipped'])}</blockquote>")
+            said = verbatim.to_html(answer) if answer else e(t["skipped"])
+            parts.append(f"<p><strong>{e(t['followups'])}</strong>: {e(text)}</p><blockquote>{said}</blockquote>")
             if grade is not None:
                 parts.append(f"<p>{e(t['score'])}: {grade.score}/10</p>")
         parts.append("</section>")
@@ -225,7 +235,7 @@ def to_html(report: Report) -> str:
 
 def _criterion_html(c: Any, t: dict[str, str]) -> str:
     e = html.escape
-    inner = "".join(f"<li>{e(t['evidence'])}: “{e(q[:200])}”</li>" for q in c.evidence[:2])
+    inner = "".join(f"<li>{e(t['evidence'])}: “{e(verbatim.clip(q, 200))}”</li>" for q in c.evidence[:2])
     inner += "".join(f"<li>{e(t['wrong'])}: {e(m.claim)} → {e(m.correction)}</li>" for m in c.misconceptions)
     if c.score < c.max_score and c.missing:
         inner += f"<li>{e(t['missed'])}: {e(c.missing[-1])}</li>"
