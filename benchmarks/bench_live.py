@@ -70,6 +70,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paced_server import BaseURL, serve
 
+from interviewer.faces.page_text import WORDS
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 # a candidate's page is in the foreground: no background-tab timer throttling in 20 headless windows
@@ -489,12 +491,15 @@ ARM = """([target, wantCard]) => {
 async def start_session(page: Any, url: str, mode: str, first: bool) -> None:
     if first:
         await page.goto(url)
-        await page.get_by_label("question", exact=True).check()
-        await page.get_by_label("Question (drill)").click()
+        await page.get_by_label("English", exact=True).check()  # the page's labels then are WORDS["en"]
+        await page.get_by_label(WORDS["en"]["question"], exact=True).check()
+        await page.get_by_label(WORDS["en"]["question_pick"]).click()
         await page.get_by_role("option", name=QUESTION, exact=False).first.click()
-        await page.get_by_label("en", exact=True).check()
-    await page.get_by_label(mode, exact=True).check()
-    await page.get_by_role("button", name="Start").click()
+    mode_choice = page.get_by_label(WORDS["en"][mode], exact=True)
+    if not await mode_choice.is_visible():  # the sidebar closes once an interview runs
+        await page.get_by_role("button", name="Toggle Sidebar").click()
+    await mode_choice.check()
+    await page.get_by_role("button", name=WORDS["en"]["start"]).click()
     await page.wait_for_function(
         """(mode) => document.body.innerText.includes('· ' + mode) && document.querySelectorAll('.message.bot').length === 1
              && document.querySelectorAll('.message.user').length === 0 && document.body.innerText.includes('[q02]')""",

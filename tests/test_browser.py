@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from interviewer.faces.page_text import LANGUAGES, WORDS
 from interviewer.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.browser
@@ -87,27 +88,34 @@ def app(tmp_path: Path) -> Iterator[App]:
 
 
 def start(page: Any, plan: str, mode: str, lang: str) -> None:
-    page.get_by_label(plan, exact=True).check()
-    page.get_by_label(mode, exact=True).check()
-    page.get_by_label(lang, exact=True).check()
-    page.get_by_role("button", name="Start").click()
+    """Pick the language first: every control then carries its name in that language."""
+    page.get_by_label(dict((v, k) for k, v in LANGUAGES)[lang], exact=True).check()
+    words = WORDS[lang]  # type: ignore[index]
+    page.get_by_label(words[plan], exact=True).check()
+    page.get_by_label(words[mode], exact=True).check()
+    page.get_by_role("button", name=words["start"]).click()
     page.get_by_text("session ", exact=False).first.wait_for()
 
 
-def answer(page: Any, text: str) -> None:
-    page.get_by_label("Your answer").fill(text)
-    page.get_by_role("button", name="Submit").click()
+def answer(page: Any, text: str, lang: str = "en") -> None:
+    page.get_by_label(WORDS[lang]["answer"]).fill(text)  # type: ignore[index]
+    page.get_by_role("button", name=WORDS[lang]["submit"]).click()  # type: ignore[index]
+
+
+def wait_for_sidebar(page: Any, closed: bool) -> None:
+    """Gradio's sidebar carries the class ``open`` while it is open (closed, it slides off screen)."""
+    page.wait_for_function("(closed) => document.querySelector('.sidebar').classList.contains('open') !== closed", arg=closed)
 
 
 def chat_text(page: Any) -> str:
     return str(page.locator(".chatbot, [data-testid='chatbot'], .bubble-wrap").first.inner_text())
 
 
-def skip_until_round_ends(page: Any) -> None:
+def skip_until_round_ends(page: Any, lang: str = "en") -> None:
     for _ in range(20):
-        if page.get_by_role("button", name="Next round").is_visible():
+        if page.get_by_role("button", name=WORDS[lang]["proceed"]).is_visible():  # type: ignore[index]
             return
-        page.get_by_role("button", name="Skip").click()
+        page.get_by_role("button", name=WORDS[lang]["skip"]).click()  # type: ignore[index]
         page.wait_for_timeout(400)
     raise AssertionError("the round did not end")
 
@@ -117,23 +125,26 @@ def test_a_round_in_chinese_practice_mode(browser: Any, app: App) -> None:
     page.goto(app.url)
     start(page, "round 1", "practice", "zh")
     page.get_by_text("[q01]").first.wait_for()
-    answer(page, ANSWER_ZH)
+    wait_for_sidebar(page, closed=True)  # out of the way once the interview runs
+    answer(page, ANSWER_ZH, "zh")
     page.get_by_text("得分").first.wait_for()
     feedback = page.locator("h3", has_text="得分").first.inner_text()
     assert "/10" in feedback
     assert page.get_by_text("满分还需要").first.is_visible()  # the card says what full marks need
     page.get_by_text("↪").last.wait_for()  # a follow-up is asked
-    answer(page, "TP 放在节点内的 NVLink 上，PP 跨节点，DP 在最外层。")
+    answer(page, "TP 放在节点内的 NVLink 上，PP 跨节点，DP 在最外层。", "zh")
     page.wait_for_timeout(800)
     assert "TP 放在节点内" in chat_text(page)
+    for english in ("Submit", "Skip", "I don't know", "Your answer", "Start", "Plan", "Mode"):  # the page speaks Chinese
+        assert page.get_by_text(english, exact=True).count() == 0, english
     page.screenshot(path=str(ARTIFACTS / "round-zh-practice.png"), full_page=True)
-    skip_until_round_ends(page)
+    skip_until_round_ends(page, "zh")
     assert "本轮得分" in chat_text(page)
-    page.get_by_role("button", name="Next round").click()
+    page.get_by_role("button", name=WORDS["zh"]["proceed"]).click()
     page.get_by_text("面试结束").first.wait_for()
     page.get_by_text("模拟面试反馈报告").first.wait_for()  # at the end, the report
-    page.get_by_role("button", name="Download the report (HTML)").wait_for()  # drawn with the report, maybe a frame later
-    page.get_by_role("button", name="Download the report (PDF)").wait_for()
+    page.get_by_role("button", name=WORDS["zh"]["download"]).wait_for()  # drawn with the report, maybe a frame later
+    page.get_by_role("button", name=WORDS["zh"]["download_pdf"]).wait_for()
     page.screenshot(path=str(ARTIFACTS / "report-zh.png"), full_page=True)
     page.close()
 
@@ -145,7 +156,7 @@ def test_a_round_in_english_interview_mode_with_the_code_editor(browser: Any, ap
     page.get_by_text("[q06]").first.wait_for()
     answer(page, "Grid, block and thread; 32 threads form a warp, and divergent branches in a warp run one after another.")
     page.get_by_text("↪").last.wait_for()
-    assert not page.get_by_text("Score ").first.is_visible()  # scores are kept for the round's end
+    assert page.locator("h3", has_text="Score").count() == 0 and "Score " not in chat_text(page)  # kept for the round's end
     answer(page, "Make the condition uniform across each warp, or use a branch-free select.")
     for _ in range(10):
         if page.get_by_text("[q08]").count():
@@ -186,12 +197,37 @@ def test_an_empty_submit_is_one_line_and_what_was_written_shows_as_written(brows
     page.close()
 
 
+def test_a_first_visit_on_a_chinese_phone(browser: Any, app: App) -> None:
+    """The page greets in the browser's language, shows a drill's picker only for a drill, keeps the
+    buttons off until an interview exists, and closes the sidebar once one runs (it covers a phone)."""
+    context = browser.new_context(locale="zh-CN", viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(app.url)
+    page.get_by_text("你好，我是这场 AI-Infra 面试的面试官").wait_for()
+    assert page.get_by_label("中文", exact=True).is_checked()
+    assert not page.get_by_role("button", name="提交").is_enabled()
+    assert not page.get_by_label("题目").is_visible()
+    wait_for_sidebar(page, closed=False)  # open while there is no interview
+    page.get_by_label("单题练习", exact=True).check()
+    page.get_by_label("题目").wait_for()
+    page.get_by_label("完整三轮", exact=True).check()
+    page.get_by_role("button", name="开始面试").click()
+    page.get_by_text("[q01]").first.wait_for()
+    wait_for_sidebar(page, closed=True)
+    assert page.get_by_text("[q01]").first.is_visible() and page.get_by_role("button", name="提交").is_enabled()
+    page.screenshot(path=str(ARTIFACTS / "phone-zh-started.png"), full_page=True)
+    page.reload()  # back to the interview, the sidebar still out of the way
+    page.get_by_text("[q01]").first.wait_for()
+    wait_for_sidebar(page, closed=True)
+    context.close()
+
+
 def test_a_server_restart_resumes_the_session(browser: Any, app: App) -> None:
     context = browser.new_context()
     page = context.new_page()
     page.goto(app.url)
     start(page, "round 1", "practice", "zh")
-    answer(page, ANSWER_ZH)
+    answer(page, ANSWER_ZH, "zh")
     page.get_by_text("得分").first.wait_for()
     app.stop()
     app.start()

@@ -187,3 +187,60 @@ def test_the_page_script_goes_first_in_the_head_of_the_page_only() -> None:
     assert client.get("/other").text == page
     assert client.get("/config").json() == {"head": "<head>"}
     assert client.post("/").status_code == 405
+
+
+def test_the_page_has_every_word_in_both_languages_and_greets_in_the_browsers() -> None:
+    from typing import get_args
+
+    from interviewer.faces.page_text import FLAGS, PLANS, WORDS, browser_lang
+    from interviewer.grading.grade import Flag
+
+    assert WORDS["zh"].keys() == WORDS["en"].keys() and set(PLANS) <= WORDS["zh"].keys()
+    assert FLAGS["zh"].keys() == FLAGS["en"].keys() == set(get_args(Flag))
+    assert all(WORDS["zh"][k] != WORDS["en"][k] for k in ("plan", "start", "submit", "answer", "welcome"))
+    assert [browser_lang(h) for h in ("zh-CN,zh;q=0.9,en;q=0.8", "en-US,en;q=0.9", "", None, "fr-FR")] == [
+        "zh", "en", "en", "en", "en"]  # fmt: skip
+
+
+def test_a_chinese_card_names_its_flags_in_chinese(handlers: Handlers) -> None:
+    from interviewer.faces.web import feedback_card
+
+    view = handlers.start("question", "q02", None, "practice", "zh")
+    after = submit(handlers, view.session_id, "ZeRO ZeRO ZeRO 分片 分片 分片 通信 通信 通信 显存 显存 显存")
+    grade = handlers.services.store.turns(view.session_id)[0].grade
+    assert grade is not None and grade.flags, "this answer is expected to be flagged"
+    from interviewer.faces.page_text import FLAGS
+
+    card = feedback_card(grade, "zh")
+    assert not any(f"`{flag}`" in card for flag in grade.flags) and f"`{FLAGS['zh'][grade.flags[0]]}`" in card
+    assert after.progress.endswith("· 练习")  # the mode in Chinese too
+
+
+def test_the_card_says_each_thing_once_and_comes_back_after_a_reload(handlers: Handlers) -> None:
+    view = handlers.start("question", "q02", None, "practice", "en")
+    after = submit(handlers, view.session_id, "ZeRO-1 shards optimizer states; ZeRO-2 also gradients; ZeRO-3 also parameters.")
+    verdict, _, criteria = after.feedback.partition("\n- **")
+    missing_lines = [line for line in criteria.splitlines() if "For full marks:" in line]
+    assert "Full marks:" in verdict and missing_lines  # the verdict names the weakest criteria's gaps
+    for line in missing_lines:  # and the criteria below do not say them again
+        assert line.split("For full marks: ", 1)[1] not in verdict
+    assert handlers.resume(view.session_id).feedback == after.feedback  # a reload brings the card back
+
+
+def test_i_dont_know_in_practice_shows_what_a_good_answer_contains(handlers: Handlers) -> None:
+    view = handlers.start("question", "q02", None, "practice", "zh")
+    passed = handlers.dont_know(view.session_id, at=view.position)
+    q02 = handlers.services.bank.get("q02")
+    assert "好的回答包含什么" in passed.feedback and q02.reference_answer.zh[:20] in passed.feedback
+    assert f"`{q02.references[0]}`" in passed.feedback
+    interview = handlers.start("question", "q02", None, "interview", "zh")
+    assert handlers.dont_know(interview.session_id, at=interview.position).feedback == ""  # interviews withhold it
+
+
+def test_retry_names_the_prompt_it_answers_again(handlers: Handlers) -> None:
+    from interviewer.faces.web import retry_label
+
+    view = handlers.start("round 1", None, None, "practice", "en")
+    after = submit(handlers, view.session_id, GOOD)
+    assert after.can_retry and after.chat[-1]["content"].startswith("**↪**")  # a follow-up is on screen
+    assert retry_label(after) == "Retry the last answer [q01]"  # yet Retry is for q01's answer, and says so

@@ -28,12 +28,13 @@ from interviewer.application.labels import grader_line
 from interviewer.application.plans import select_plan
 from interviewer.application.turns import Playback, Step, settle, speak
 from interviewer.errors import InterviewerError
+from interviewer.faces.page_text import LANGUAGES, PLANS, WORDS, PageLang, browser_lang, choices, flag_names, page_lang
 from interviewer.grading.grade import Grade
 from interviewer.grading.offline import limitation_note
 from interviewer.interview import report as reports
 from interviewer.interview.engine import Committed, Engine
 from interviewer.interview.state import Exchange, Prompt, SessionState, format_clock
-from interviewer.interview.store import StaleMove
+from interviewer.interview.store import StaleMove, Turn
 from interviewer.interview.verbatim import fence, mark_identifiers
 from interviewer.interview.verbatim import markdown as said_markdown
 from interviewer.pools import start_all
@@ -45,7 +46,7 @@ from interviewer.settings import Settings
 MAX_THREADS = 256
 STREAM_INTERVAL_S = 0.1
 PLAYBACK_KEPT_S = 60.0  # how long a spoken turn's steps stay for a page that follows it late
-PLANS = ["full", "round 1", "round 2", "round 3", "question", "topic", "weak"]
+MODES = ["interview", "practice"]
 TEXT = {
     "zh": {
         "skip": "（跳过）",
@@ -60,6 +61,8 @@ TEXT = {
         "still_grading": "（还有 {n} 个回答在评分，分数随后补上。）",
         "finishing": "报告生成中：还有 {n} 个回答在评分。稍后点“恢复”查看完整报告。",
         "followups": "追问 {n}",
+        "good_answer": "好的回答包含什么",
+        "read": "要读的",
     },
     "en": {
         "skip": "(skipped)",
@@ -74,6 +77,8 @@ TEXT = {
         "still_grading": "({n} answers are still being graded; their scores fill in when they are.)",
         "finishing": "The report is being finished: {n} answers are still being graded. Resume in a moment to see it.",
         "followups": "{n} follow-up(s)",
+        "good_answer": "What a good answer contains",
+        "read": "Read",
     },
 }
 
@@ -98,6 +103,9 @@ class View:
     playing: int | None = None  # the turn a commit just stored, which the page's `follow` then plays
     notice: str = ""  # one line under the answer box: why a move was not taken
     keep_draft: bool = False  # the move was refused: what is typed in the answer box stays there
+    lang: PageLang = "zh"  # the interview's language, which the page's controls follow
+    retry_target: str = ""  # the prompt Retry answers again ("[q01]", "[q01 ↪]"), named on the button
+    mode: str = "interview"
 
 
 def feedback_card(grade: Grade, lang: str) -> str:
@@ -107,12 +115,33 @@ def feedback_card(grade: Grade, lang: str) -> str:
     label = f"[{asked.split('/')[0]}{' ↪' if '/' in asked else ''}] " if asked else ""
     lines = [f"### {label}{TEXT[lang]['score']} {grade.score}/10", ""]
     if grade.flags:
-        lines.append("`" + "` `".join(grade.flags) + "`\n")
+        lines.append("`" + "` `".join(flag_names(page_lang(lang), list(grade.flags))) + "`\n")
     if grade.feedback:  # the verdict first, one point a line (a bare newline would run them together)
         lines += ["  \n".join(grade.feedback.splitlines()), ""]
-    lines += reports.criteria_markdown(grade, lang)
+    lines += reports.criteria_markdown(grade, lang, already_said=grade.feedback or "")
     if note := limitation_note(grade):
         lines += ["", f"<sub>{note}</sub>"]
+    return "\n".join(lines)
+
+
+def reference_card(state: SessionState, turn: Turn) -> str:
+    """What a good answer to the prompt ``turn`` passed on contains, and what to read: shown in
+    practice mode after "I don't know", so the candidate learns it before the next try."""
+    lang = state.lang
+    t = TEXT[lang]
+    question = state.bank.get(turn.question_id or "")
+    followup = state.followup(question, turn.followup_id)
+    lines = [f"### [{question.id}{' ↪' if followup else ''}] {t['good_answer']}", ""]
+    if followup is None:
+        lines.append(mark_identifiers(getattr(question.reference_answer, lang)))
+        references = question.references
+    else:
+        for criterion in followup.criteria:
+            best = max(criterion.levels, key=lambda level: level.score)
+            lines.append(f"- **{getattr(criterion.description, lang)}**: {mark_identifiers(getattr(best, lang))}")
+        lines += [f"- {mark_identifiers(expected)}" for expected in followup.expects]
+        references = followup.references
+    lines += ["", f"{t['read']}: " + ", ".join(f"`{ref}`" for ref in references[:4])]
     return "\n".join(lines)
 
 
@@ -217,7 +246,9 @@ class Handlers:
         state = self.engine.resume(session_id.strip(), grade=False, leave=self._live_turns())
         for turn in state.grading:  # after a restart: what was left pending is graded again, once
             self.worker.submit(turn.id)
-        return self.view(state)
+        last = state.last_answered()  # in practice, the last card is back after a reload
+        card = last.grade if state.mode == "practice" and last is not None and last.kind == "answer" else None
+        return self.view(state, latest=card)
 
     # A move carries ``at``, the position of the view it was made on (a tab's own, kept by the page),
     # so a second tab or a double click cannot answer a prompt it never showed (StaleMove).
@@ -300,7 +331,12 @@ class Handlers:
         return self.view(self.engine.skip(self._state(session_id).id, at=at).state)
 
     def dont_know(self, session_id: str, at: int | None = None) -> View:
-        return self.view(self.engine.dont_know(self._state(session_id).id, at=at).state)
+        outcome = self.engine.dont_know(self._state(session_id).id, at=at)
+        view = self.view(outcome.state)
+        passed = next((x.turn for x in outcome.state.exchanges if x.turn.id == outcome.turn_id), None)
+        if outcome.state.mode == "practice" and passed is not None and passed.question_id:
+            view = replace(view, feedback=reference_card(outcome.state, passed))
+        return view
 
     def proceed(self, session_id: str, at: int | None = None) -> View:
         return self.view(self.engine.proceed(self._state(session_id).id, at=at))
@@ -362,6 +398,8 @@ class Handlers:
         return View(
             session_id=state.id,
             position=state.position,
+            lang=state.lang,
+            mode=state.mode,
             chat=chat,
             progress=self._progress(state),
             feedback=feedback_card(latest, state.lang) if latest is not None else "",
@@ -369,6 +407,7 @@ class Handlers:
             can_answer=prompt.answerable,
             can_continue=prompt.kind == "round-summary",
             can_retry=state.mode == "practice" and prompt.answerable and any(e.turn.kind == "answer" for e in state.exchanges),
+            retry_target=_retry_target(state),
             report=report_md,
             report_file=report_file,
             report_pdf=report_pdf,
@@ -377,12 +416,12 @@ class Handlers:
     def _progress(self, state: SessionState) -> str:
         t = TEXT[state.lang]
         prompt = state.prompt
-        progress = f"{self.badge}\n\n"
+        progress = f"**{grader_line(self.settings, state.lang)}**\n\n"
         if prompt.round_title:
             progress += f"**{prompt.round_title}** · {t['question'].format(n=prompt.number, total=prompt.total)}"
             if prompt.time_left_s is not None:
                 progress += f" · {format_clock(prompt.time_left_s)} {t['left']}"
-        return progress + f"\n\n`session {state.id}` · {state.mode}"
+        return progress + f"\n\n`session {state.id}` · {WORDS[state.lang][state.mode + '_short']}"
 
     @staticmethod
     def _prompt_text(prompt: Prompt, state: SessionState) -> str:
@@ -408,6 +447,17 @@ class Handlers:
         if state.mode == "practice" and turn.grade is not None and turn.kind == "answer" and turn.decision is not None:
             messages.append({"role": "assistant", "content": f"{t['score']} {turn.grade.score}/10"})
         return messages
+
+
+def _retry_target(state: SessionState) -> str:
+    """The prompt a retry answers again: the last one answered, not necessarily the one on screen."""
+    last = state.exchanges[-1] if state.exchanges else None
+    return f"[{last.turn.question_id}{' ↪' if last.is_followup else ''}]" if last is not None else ""
+
+
+def retry_label(view: View) -> str:
+    label = WORDS[view.lang]["retry"]
+    return f"{label} {view.retry_target}" if view.retry_target else label
 
 
 def _answer_text(answer: str, code: str) -> str:
@@ -441,58 +491,56 @@ def launch(demo: gr.Blocks, **options: Any) -> None:
 def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
     """Lay out the page and wire events to the handlers."""
     bank = handlers.services.bank
-    questions = [(f"{q.id} · {q.question.zh[:30]}", q.id) for q in bank.questions]
     topics = sorted({t for q in bank.questions for t in q.topics})
 
     with gr.Blocks(title="AI-Infra mock interview") as demo:
+        w = WORDS["en"]  # the page is laid out in English; on load it turns to the browser's language
         session_id = gr.BrowserState("", storage_key="interviewer-session", secret=secret)
         position = gr.State(None)  # this tab's own: how far the session had gone when it last showed it
-        with gr.Sidebar():
-            gr.Markdown("## AI-Infra mock interview")
-            plan = gr.Radio(PLANS, value="full", label="Plan")
-            question = gr.Dropdown(questions, value=questions[0][1], label="Question (drill)")
-            topic = gr.Dropdown(topics, value=topics[0], label="Topic (drill)")
-            mode = gr.Radio(["interview", "practice"], value="interview", label="Mode")
-            lang = gr.Radio(["zh", "en"], value="zh", label="Language")
-            start = gr.Button("Start", variant="primary")
-            with gr.Accordion("Model", open=False):
-                gr.Markdown(
-                    "An OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, DeepSeek, Qwen …) grades and asks the "
-                    "follow-ups; without one, grading is offline. Applies to this server's new interviews; "
-                    "`OPENAI_BASE_URL`, `OPENAI_API_KEY` and `INTERVIEWER_MODEL` set it at start-up."
-                )
-                model_url = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1")
-                model_name = gr.Textbox(label="Model", placeholder="Qwen2.5-32B-Instruct")
-                model_key = gr.Textbox(label="API key", type="password", placeholder="never shown back")
-                check = gr.Button("Check connection and use")
+        with gr.Sidebar() as sidebar:
+            title = gr.Markdown(w["title"])
+            lang = gr.Radio(LANGUAGES, value="en", label=w["language"])
+            plan = gr.Radio(choices("en", PLANS), value="full", label=w["plan"])
+            question = gr.Dropdown(question_choices(bank, "en"), value=bank.questions[0].id, label=w["question_pick"], visible=False)
+            topic = gr.Dropdown(topics, value=topics[0], label=w["topic_pick"], visible=False)
+            mode = gr.Radio(choices("en", MODES), value="interview", label=w["mode"])
+            start = gr.Button(w["start"], variant="primary")
+            with gr.Accordion(w["model"], open=False) as model_panel:
+                model_help = gr.Markdown(w["model_help"])
+                model_url = gr.Textbox(label=w["base_url"], placeholder="http://127.0.0.1:8000/v1")
+                model_name = gr.Textbox(label=w["model_name"], placeholder="Qwen2.5-32B-Instruct")
+                model_key = gr.Textbox(label=w["api_key"], type="password")
+                check = gr.Button(w["check"])
                 check_result = gr.Markdown()
-            with gr.Accordion("History", open=False):
+            with gr.Accordion(w["history"], open=False) as history_panel:
                 history = gr.Dataframe(
                     headers=["id", "status", "mode", "lang", "plan", "answered", "overall"], interactive=False, wrap=True
                 )
-                resume_id = gr.Textbox(label="Session id to resume")
-                resume = gr.Button("Resume")
-                chart = gr.LinePlot(x="started", y="overall", title="Overall score over time", y_lim=[0, 10], height=220)
-                topic_chart = gr.LinePlot(
-                    x="started", y="score", color="topic", title="Score per topic over time", y_lim=[0, 10], height=260
-                )
-                weakest = gr.Dataframe(headers=["topic", "mean score", "questions"], interactive=False, label="Weakest topics")
+                resume_id = gr.Textbox(label=w["resume_id"])
+                resume = gr.Button(w["resume"])
+                chart = gr.LinePlot(x="started", y="overall", title=w["overall_chart"], y_lim=[0, 10], height=220)
+                topic_chart = gr.LinePlot(x="started", y="score", color="topic", title=w["topic_chart"], y_lim=[0, 10], height=260)
+                weakest = gr.Dataframe(headers=["topic", "mean score", "questions"], interactive=False, label=w["weakest"])
         progress = gr.Markdown(handlers.badge)
-        chat = gr.Chatbot(height=480, label="Interview", latex_delimiters=[])
-        answer = gr.Textbox(lines=6, label="Your answer", placeholder="中文或 English")
-        code = gr.Code(language="cpp", label="Kernel (C++/CUDA)", visible=False, lines=14)
-        notice = gr.Markdown("", elem_classes="notice")
-        playing = gr.State(None)  # the turn this tab's last Submit stored, for its `follow` to play
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3, min_width=360):  # the conversation
+                chat = gr.Chatbot([welcome("en")], height=480, label=w["chat"], latex_delimiters=[])
+                answer = gr.Textbox(lines=6, label=w["answer"], placeholder=w["placeholder"])
+                code = gr.Code(language="cpp", label=w["code"], visible=False, lines=14)
+                notice = gr.Markdown("", elem_classes="notice")
+                playing = gr.State(None)  # the turn this tab's last Submit stored, for its `follow` to play
+                with gr.Row():  # nothing to answer before an interview starts
+                    submit = gr.Button(w["submit"], variant="primary", interactive=False)
+                    dont_know = gr.Button(w["dont_know"], interactive=False)
+                    skip = gr.Button(w["skip"], interactive=False)
+                    retry = gr.Button(w["retry"], visible=False)
+                    proceed = gr.Button(w["proceed"], visible=False)
+            with gr.Column(scale=2, min_width=320):  # beside it (below it on a phone): the feedback card
+                feedback = gr.Markdown(latex_delimiters=[])
+        report_box = gr.Markdown(latex_delimiters=[])  # the whole width, at the end
         with gr.Row():
-            submit = gr.Button("Submit", variant="primary")
-            dont_know = gr.Button("I don't know")
-            skip = gr.Button("Skip")
-            retry = gr.Button("Retry (practice)", visible=False)
-            proceed = gr.Button("Next round", visible=False)
-        feedback = gr.Markdown(latex_delimiters=[])
-        with gr.Row():
-            download = gr.DownloadButton("Download the report (HTML)", visible=False)
-            download_pdf = gr.DownloadButton("Download the report (PDF)", visible=False)
+            download = gr.DownloadButton(w["download"], visible=False)
+            download_pdf = gr.DownloadButton(w["download_pdf"], visible=False)
 
         outputs = [
             session_id,
@@ -511,27 +559,34 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             download_pdf,
             playing,
             notice,
+            lang,
+            mode,
+            report_box,
         ]
 
         def shown_values(view: View) -> tuple[Any, ...]:
             """The outputs that are plain values: the session, the tab's position, chat, progress, card."""
-            return (view.session_id, view.position, view.chat, view.progress, view.report or view.feedback)
+            return (view.session_id, view.position, view.chat, view.progress, view.feedback)
 
         def show(view: View) -> tuple[Any, ...]:
             draft: dict[str, Any] = {} if view.keep_draft else {"value": ""}
+            w = WORDS[view.lang]
             return (
                 *shown_values(view),
                 gr.update(visible=view.code_question, **draft),
                 gr.update(interactive=view.can_answer, **draft),
-                gr.update(interactive=view.can_answer),
-                gr.update(interactive=view.can_answer),
-                gr.update(interactive=view.can_answer),
-                gr.update(visible=view.can_retry),
-                gr.update(visible=view.can_continue),
-                gr.update(visible=view.report_file is not None, value=view.report_file),
-                gr.update(visible=view.report_pdf is not None, value=view.report_pdf),
+                gr.update(value=w["submit"], interactive=view.can_answer),
+                gr.update(value=w["dont_know"], interactive=view.can_answer),
+                gr.update(value=w["skip"], interactive=view.can_answer),
+                gr.update(value=retry_label(view), visible=view.can_retry),
+                gr.update(value=w["proceed"], visible=view.can_continue),
+                gr.update(label=w["download"], visible=view.report_file is not None, value=view.report_file),
+                gr.update(label=w["download_pdf"], visible=view.report_pdf is not None, value=view.report_pdf),
                 view.playing,
                 view.notice,
+                view.lang,  # the sidebar shows the language and mode of the interview on screen
+                view.mode,
+                view.report,
             )
 
         def show_words(view: View) -> tuple[Any, ...]:
@@ -544,11 +599,16 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 *shown_values(view),
                 "",
                 "",
-                *(button.value for button in (submit, dont_know, skip, retry, proceed)),
+                *(WORDS[view.lang][name] for name in ("submit", "dont_know", "skip")),
+                retry_label(view),
+                WORDS[view.lang]["proceed"],
                 view.report_file,
                 view.report_pdf,
                 view.playing,
                 view.notice,
+                view.lang,
+                view.mode,
+                view.report,
             )
 
         def guarded(handler: Any) -> Any:
@@ -572,15 +632,61 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         def refresh_history() -> tuple[Any, Any, Any, Any]:
             return history_frames(handlers.history())
 
-        start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").then(
-            refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented"
-        )
+        labelled = [title, lang, plan, question, topic, mode, start, model_panel, model_help, model_url, model_name]
+        labelled += [model_key, check, history_panel, resume_id, resume, chart, topic_chart, weakest, chat, answer, code]
+        labelled += [submit, dont_know, skip, retry, proceed, progress]
+
+        def relabel(chosen: str, saved: str) -> tuple[Any, ...]:
+            """Every control in the chosen language; before any interview, the welcome in it too."""
+            lang_ = page_lang(chosen)
+            w = WORDS[lang_]
+            idle = not saved
+            return (
+                w["title"],
+                gr.update(label=w["language"]),
+                gr.update(label=w["plan"], choices=choices(lang_, PLANS)),
+                gr.update(label=w["question_pick"], choices=question_choices(bank, lang_)),
+                gr.update(label=w["topic_pick"]),
+                gr.update(label=w["mode"], choices=choices(lang_, MODES)),
+                w["start"],
+                gr.update(label=w["model"]),
+                w["model_help"],
+                gr.update(label=w["base_url"]),
+                gr.update(label=w["model_name"]),
+                gr.update(label=w["api_key"]),
+                w["check"],
+                gr.update(label=w["history"]),
+                gr.update(label=w["resume_id"]),
+                w["resume"],
+                gr.update(title=w["overall_chart"]),
+                gr.update(title=w["topic_chart"]),
+                gr.update(label=w["weakest"]),
+                gr.update(label=w["chat"], value=[welcome(lang_)]) if idle else gr.update(label=w["chat"]),
+                gr.update(label=w["answer"], placeholder=w["placeholder"]),
+                gr.update(label=w["code"]),
+                *(w[name] for name in ("submit", "dont_know", "skip", "retry", "proceed")),
+                f"**{grader_line(handlers.settings, lang_)}**" if idle else gr.skip(),
+            )
+
+        def drill_pickers(chosen: str) -> tuple[Any, Any]:
+            return gr.update(visible=chosen == "question"), gr.update(visible=chosen == "topic")
+
+        quiet: dict[str, Any] = {"show_progress": "hidden"}
+        lang.change(relabel, [lang, session_id], labelled, api_visibility="undocumented", queue=False, **quiet)
+        plan.change(drill_pickers, [plan], [question, topic], api_visibility="undocumented", queue=False, **quiet)
+
+        def out_of_the_way(saved: str) -> Any:
+            """Once an interview runs, the sidebar closes (on a phone it would cover the question)."""
+            return gr.update(open=False) if saved else gr.skip()
+
+        start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").success(
+            out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
+        ).then(refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented")
         # the answer is stored by a plain request (no queue to lose it in); the turn then streams in
         # an event with no concurrency limit: its work is waiting on the model, not on this machine.
         # Neither shows Gradio's progress overlay: the chat's own mark says the interviewer is about
         # to speak, and the overlay's timer, redrawn on fourteen outputs for the whole turn (in
         # practice until the card, ~19 s), cost a page more CPU than the turn itself.
-        quiet: dict[str, Any] = {"show_progress": "hidden"}
         submit.click(
             guarded(handlers.commit), [session_id, answer, code, position], outputs, api_name="submit", queue=False, **quiet
         ).success(guarded(handlers.follow), [session_id, playing], outputs, api_name="follow", concurrency_limit=None, **quiet)
@@ -590,23 +696,35 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         skip.click(guarded(handlers.skip), [session_id, position], outputs, api_name="skip")
         dont_know.click(guarded(handlers.dont_know), [session_id, position], outputs, api_name="dont_know")
         proceed.click(guarded(handlers.proceed), [session_id, position], outputs, api_name="next_round")
-        resume.click(guarded(handlers.resume), [resume_id], outputs, api_name="resume")
+        resume.click(guarded(handlers.resume), [resume_id], outputs, api_name="resume").success(
+            out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
+        )
         gr.Timer(15).tick(handlers.clock, [session_id], progress, api_visibility="undocumented", queue=False)
         check.click(handlers.check_model, [model_url, model_name, model_key], [check_result, progress, model_key], api_name="check_model")
 
-        def on_load(saved: str) -> tuple[Any, ...]:
+        def on_load(saved: str, request: gr.Request) -> tuple[Any, ...]:
+            first_visit = [gr.skip()] * len(outputs)
+            first_visit[outputs.index(lang)] = browser_lang(request.headers.get("accept-language"))
             if not saved:
-                return (gr.skip(),) * len(outputs)
+                return tuple(first_visit)
             try:
                 return show(handlers.resume(saved))
             except InterviewerError:
-                return (gr.skip(),) * len(outputs)
+                return tuple(first_visit)
 
         demo.load(on_load, [session_id], outputs, api_visibility="undocumented").then(
-            refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented"
-        )
+            out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
+        ).then(refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented")
     demo.queue(default_concurrency_limit=8, max_size=512)
     return demo
+
+
+def question_choices(bank: Any, lang: PageLang) -> list[tuple[str, str]]:
+    return [(f"{q.id} · {(q.question.en if lang == 'en' else q.question.zh)[:40]}", q.id) for q in bank.questions]
+
+
+def welcome(lang: PageLang) -> Any:
+    return {"role": "assistant", "content": WORDS[lang]["welcome"]}
 
 
 def history_frames(history: History) -> tuple[Any, Any, Any, Any]:

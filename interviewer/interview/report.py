@@ -143,10 +143,10 @@ def _quoted(answer: str) -> list[str]:
     return [f"> {line}" if line else ">" for line in verbatim.markdown(answer).split("\n")]
 
 
-def criteria_markdown(grade: Grade, lang: str) -> list[str]:
+def criteria_markdown(grade: Grade, lang: str, already_said: str = "") -> list[str]:
     """A grade's criteria as Markdown lines: score, quoted evidence, misconceptions with their
-    corrections, what full marks need; then the passages to read. Shared by the report and the
-    app's feedback card."""
+    corrections, what full marks need (unless ``already_said``, the card's verdict, says it); then
+    the passages to read. Shared by the report and the app's feedback card."""
     t = TEXT[lang]
     lines = []
     for c in grade.criteria:
@@ -155,7 +155,7 @@ def criteria_markdown(grade: Grade, lang: str) -> list[str]:
             lines.append(f"  - {t['evidence']}: “{verbatim.quote_markdown(quote)}”")
         for m in c.misconceptions:
             lines.append(f"  - {t['wrong']}: {m.claim} → {m.correction}")
-        if c.score < c.max_score and c.missing:
+        if c.score < c.max_score and c.missing and c.missing[-1] not in already_said:
             lines.append(f"  - {t['missed']}: {c.missing[-1]}")
     if grade.passages:
         lines.append(f"- {t['read']}: " + ", ".join(f"`{p.source}`" for p in grade.passages[:4]))
