@@ -216,9 +216,18 @@ def test_a_first_visit_on_a_chinese_phone(browser: Any, app: App) -> None:
     wait_for_sidebar(page, closed=True)
     assert page.get_by_text("[q01]").first.is_visible() and page.get_by_role("button", name="提交").is_enabled()
     page.screenshot(path=str(ARTIFACTS / "phone-zh-started.png"), full_page=True)
-    page.reload()  # back to the interview, the sidebar still out of the way
+    page.get_by_label("你的回答").fill("写到一半的回答：数据并行每张卡一份完整模型")
+    page.wait_for_timeout(300)
+    page.reload()  # back to the interview, the sidebar still out of the way, the unsent answer kept
     page.get_by_text("[q01]").first.wait_for()
     wait_for_sidebar(page, closed=True)
+    page.wait_for_function("() => document.querySelector('textarea').value.startsWith('写到一半的回答')")
+    page.get_by_role("button", name="提交").click()
+    page.get_by_text("↪").last.wait_for()
+    page.reload()  # what was sent is no draft any more
+    page.get_by_text("↪").last.wait_for()
+    page.wait_for_timeout(500)
+    assert page.get_by_label("你的回答").input_value() == ""
     context.close()
 
 

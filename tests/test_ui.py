@@ -84,6 +84,7 @@ def test_empty_answers_and_missing_sessions_are_refused_clearly(handlers: Handle
     assert (refused.position, refused.chat, refused.playing) == (view.position, view.chat, None) and refused.can_answer
     assert list(handlers.follow(view.session_id, refused.playing)) == []  # the page's follow plays nothing
     assert handlers.services.store.turns(view.session_id) == []  # nothing was recorded
+    assert handlers.commit(view.session_id, None, None).notice == refused.notice  # type: ignore[arg-type]  # boxes never filled
     with pytest.raises(InterviewerError, match="Start an interview"):
         submit(handlers, "", "an answer")
     with pytest.raises(InterviewerError, match="no session"):

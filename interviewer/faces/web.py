@@ -47,6 +47,8 @@ MAX_THREADS = 256
 STREAM_INTERVAL_S = 0.1
 PLAYBACK_KEPT_S = 60.0  # how long a spoken turn's steps stay for a page that follows it late
 MODES = ["interview", "practice"]
+KEEP_DRAFT = "(text) => { try { localStorage.setItem('interviewer-draft', text || ''); } catch (e) {} return []; }"
+RESTORE_DRAFT = "() => { try { return localStorage.getItem('interviewer-draft') || ''; } catch (e) { return ''; } }"
 TEXT = {
     "zh": {
         "skip": "（跳过）",
@@ -463,6 +465,7 @@ def retry_label(view: View) -> str:
 def _answer_text(answer: str, code: str) -> str:
     """The answer as stored: what was typed, then the editor's kernel as a fenced block (so it is
     shown, graded and reported as code)."""
+    answer, code = answer or "", code or ""  # a box the page never filled sends null
     kernel = fence(code.strip("\n"), "cpp") if code.strip() else ""
     return "\n\n".join(part for part in (answer.strip(), kernel) if part)
 
@@ -708,11 +711,14 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             if not saved:
                 return tuple(first_visit)
             try:
-                return show(handlers.resume(saved))
+                return show(replace(handlers.resume(saved), keep_draft=True))  # the draft is the page's (below)
             except InterviewerError:
                 return tuple(first_visit)
 
-        demo.load(on_load, [session_id], outputs, api_visibility="undocumented").then(
+        # The unsent answer lives in the browser, written as it is typed (in the page, no request),
+        # emptied when the answer box is (a Submit), and put back after a reload.
+        answer.change(None, [answer], None, js=KEEP_DRAFT)
+        demo.load(on_load, [session_id], outputs, api_visibility="undocumented").then(None, None, [answer], js=RESTORE_DRAFT).then(
             out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
         ).then(refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented")
     demo.queue(default_concurrency_limit=8, max_size=512)
