@@ -78,3 +78,29 @@ def test_report_command(services: Services, tmp_path: Path) -> None:
     assert runner.invoke(app, ["report", session_id, "--format", "html", "--out", str(out)]).exit_code == 0
     assert "Nsight Systems" in out.read_text(encoding="utf-8")
     assert runner.invoke(app, ["report", session_id, "--format", "pdf"]).exit_code == 1
+
+
+def test_skip_and_i_dont_know_differ_and_the_plan_names_what_to_read(services: Services, engine: Engine) -> None:
+    state = engine.start(make_plan(services.bank, "round", "1"), lang="en")
+    engine.skip(state.id)
+    engine.dont_know(state.id)
+    built = reports.build(engine.state(state.id), services.titles)
+    page, text = reports.to_html(built), reports.markdown(built)
+    assert "<em>skipped</em>" in page and html.escape("did not know (“I don't know”)") in page
+    assert "*skipped*" in text and "*did not know" in text
+    ref = built.plan[0][2][0]
+    assert f"{html.escape(services.titles[ref])} <code>{ref}</code>" in page and f"{services.titles[ref]} ({ref})" in text
+
+
+def test_the_radar_keeps_every_label_inside_and_on_its_side() -> None:
+    import re
+
+    topics = [(f"communication-optimisation-{i}", 5.0) for i in range(16)]
+    svg = reports.radar_svg(topics)
+    width = float(re.search(r'viewBox="0 -12 (\d+)', svg).group(1))  # type: ignore[union-attr]
+    for x, anchor in re.findall(r'<text x="([\d.]+)" y="[\d.-]+" font-size="11" text-anchor="(\w+)"', svg):
+        reach = 6.2 * len("communication-optimisation-15 5.0")  # ~6 px a character at 11 px
+        left, right = {"start": (float(x), float(x) + reach), "end": (float(x) - reach, float(x))}.get(
+            anchor, (float(x) - reach / 2, float(x) + reach / 2)
+        )
+        assert left >= 0 and right <= width, (x, anchor)

@@ -33,7 +33,8 @@ TEXT = {
         "read": "参考资料",
         "plan": "学习计划（按薄弱程度排序）",
         "not_answered": "未作答",
-        "skipped": "跳过 / 不会",
+        "skip": "跳过",
+        "dont-know": "答不上来（“我不会”）",
     },
     "en": {
         "title": "Mock interview feedback report",
@@ -50,9 +51,20 @@ TEXT = {
         "read": "Read",
         "plan": "Study plan (weakest first)",
         "not_answered": "not answered",
-        "skipped": "skipped / don't know",
+        "skip": "skipped",
+        "dont-know": "did not know (\u201cI don't know\u201d)",
     },
 }
+
+
+@dataclass
+class Asked:
+    """A follow-up as the report shows it."""
+
+    text: str
+    answer: str | None
+    grade: Grade | None
+    passed: str | None = None
 
 
 @dataclass
@@ -63,7 +75,8 @@ class QuestionReport:
     answer: str | None
     score: float | None
     grade: Grade | None
-    followups: list[tuple[str, str | None, Grade | None]] = field(default_factory=list)  # (question, answer, grade)
+    passed: str | None = None  # "skip" or "dont-know" when the candidate passed on the question
+    followups: list[Asked] = field(default_factory=list)
 
 
 @dataclass
@@ -75,9 +88,12 @@ class Report:
     topics: list[tuple[str, float]]  # (topic, mean score), weakest first
     questions: list[QuestionReport]
     plan: list[tuple[str, float, list[str]]]  # (question id, score, passages to read)
+    titles: dict[str, str] = field(default_factory=dict)  # passage → its title, for the study plan
 
 
-def build(state: SessionState) -> Report:
+def build(state: SessionState, titles: dict[str, str] | None = None) -> Report:
+    """The report of ``state``; ``titles`` (``file#anchor`` → "Document › Section") lets the study
+    plan name what to read rather than cite it."""
     bank = state.bank
     lang = state.lang
     scores = state.scores
@@ -95,17 +111,28 @@ def build(state: SessionState) -> Report:
                 answer=last.turn.answer if last else None,
                 score=q.score,
                 grade=last.turn.grade if last else None,
+                passed=last.turn.kind if last and last.turn.kind != "answer" else None,
             )
             for followup in state.followups_of(question):  # the bank's, then the model's own
                 asked = [e for e in mine if e.turn.followup_id == followup.id]
                 if asked:
                     e = asked[-1]
-                    entry.followups.append((e.asked, e.turn.answer, e.turn.grade))
+                    entry.followups.append(Asked(e.asked, e.turn.answer, e.turn.grade, e.turn.kind if e.turn.kind != "answer" else None))
             questions.append(entry)
     weak = sorted((r for r in questions if r.score is not None and r.score < 8), key=lambda r: (r.score or 0.0, r.id))
     plan = [(r.id, r.score or 0.0, bank.get(r.id).references[:3]) for r in weak]
     rounds = [(state.round_title(rs.round), rs.score) for rs in scores.rounds]
-    return Report(state.id, lang, scores.overall, rounds, topic_means(scores, bank), questions, plan)
+    return Report(state.id, lang, scores.overall, rounds, topic_means(scores, bank), questions, plan, dict(titles or {}))
+
+
+def _passed(t: dict[str, str], passed: str | None) -> str:
+    return t.get(passed or "", t["not_answered"])
+
+
+def _reading(report: Report, ref: str) -> str:
+    """A passage to read by its title, with its citation; the citation alone when no title is known."""
+    title = report.titles.get(ref)
+    return f"{title} ({ref})" if title else ref
 
 
 def _score(value: float | None) -> str:
@@ -122,19 +149,23 @@ def markdown(report: Report) -> str:
     for q in report.questions:
         out += ["", f"## [{q.id}] {mark_identifiers(q.text)}", "", f"**{t['score']}: {_score(q.score)}**", ""]
         if q.answer is None:
-            out.append(f"*{t['skipped'] if q.grade else t['not_answered']}*")
+            out.append(f"*{_passed(t, q.passed)}*")
             continue
         out += _quoted(q.answer)
         if q.grade is not None:
             out += ["", *criteria_markdown(q.grade, report.lang)]
-        for text, answer, grade in q.followups:
-            out += ["", f"**{t['followups']}**: {mark_identifiers(text)}", *(_quoted(answer) if answer else [f"> {t['skipped']}"])]
-            if grade is not None:
-                out.append(f"{t['score']}: {grade.score}/10")
+        for f in q.followups:
+            out += [
+                "",
+                f"**{t['followups']}**: {mark_identifiers(f.text)}",
+                *(_quoted(f.answer) if f.answer else [f"> *{_passed(t, f.passed)}*"]),
+            ]
+            if f.grade is not None:
+                out.append(f"{t['score']}: {f.grade.score}/10")
     if report.plan:
         out += ["", f"## {t['plan']}", ""]
         for question_id, score, refs in report.plan:
-            out.append(f"1. [{question_id}] {score}/10 — {t['read']}: " + ", ".join(f"`{r}`" for r in refs))
+            out.append(f"1. [{question_id}] {score}/10 — {t['read']}: " + "; ".join(_reading(report, r) for r in refs))
     return "\n".join(out) + "\n"
 
 
@@ -162,16 +193,21 @@ def criteria_markdown(grade: Grade, lang: str, already_said: str = "") -> list[s
     return lines
 
 
-def radar_svg(topics: list[tuple[str, float]], size: int = 360) -> str:
-    """A radar chart of the topic scores (0-10), as inline SVG; topic names escaped."""
+def radar_svg(topics: list[tuple[str, float]], size: int = 360, margin: int = 190) -> str:
+    """A radar chart of the topic scores (0-10), as inline SVG; topic names escaped. Labels on the
+    left end at their point and those on the right start there, in a margin wide enough for the
+    longest slug ("communication-optimisation 10.0" at 11 px), so none is cut or runs into another."""
     if len(topics) < 3:
         return ""
-    centre, radius = size / 2, size / 2 - 70
+    centre, radius = size / 2, size / 2 - 40
     n = len(topics)
 
     def point(i: int, value: float) -> tuple[float, float]:
         angle = -math.pi / 2 + 2 * math.pi * i / n
-        return centre + radius * value / 10 * math.cos(angle), centre + radius * value / 10 * math.sin(angle)
+        return margin + centre + radius * value / 10 * math.cos(angle), centre + radius * value / 10 * math.sin(angle)
+
+    def anchor(x: float) -> str:
+        return "middle" if abs(x - margin - centre) < 8 else ("start" if x > margin + centre else "end")
 
     rings = "".join(
         f'<polygon points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in (point(i, level) for i in range(n)))}" fill="none" stroke="#ddd"/>'
@@ -179,12 +215,14 @@ def radar_svg(topics: list[tuple[str, float]], size: int = 360) -> str:
     )
     shape = " ".join(f"{x:.1f},{y:.1f}" for x, y in (point(i, score) for i, (_, score) in enumerate(topics)))
     labels = "".join(
-        f'<text x="{x:.1f}" y="{y:.1f}" font-size="11" text-anchor="middle">{html.escape(topic)} {score}</text>'
+        f'<text x="{x:.1f}" y="{y + 4:.1f}" font-size="11" text-anchor="{anchor(x)}">{html.escape(topic)} {score}</text>'
         for i, (topic, score) in enumerate(topics)
-        for x, y in [point(i, 12.2)]
+        for x, y in [point(i, 10.8)]
     )
+    width = size + 2 * margin
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" role="img">{rings}'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 -12 {width} {size + 24}" width="100%" '
+        f'style="max-width:{width}px" role="img">{rings}'
         f'<polygon points="{shape}" fill="rgba(234,88,12,0.25)" stroke="#ea580c" stroke-width="2"/>{labels}</svg>'
     )
 
@@ -193,7 +231,7 @@ CSS = """body{font-family:system-ui,"WenQuanYi Micro Hei","Noto Sans CJK SC",san
 line-height:1.5;color:#222}h1{border-bottom:2px solid #ea580c}blockquote{background:#fff7ed;border-left:4px solid #ea580c;
 margin:0.5em 0;padding:0.5em 1em}.said{white-space:pre-wrap;margin:0.4em 0}
 pre{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:0.85em;background:#f4f4f5;padding:0.6em;
-white-space:pre-wrap;overflow-wrap:anywhere}.score{font-weight:bold}li{margin:0.2em 0}section{page-break-inside:avoid}
+white-space:pre-wrap;overflow-wrap:anywhere}.score{font-weight:bold}li{margin:0.2em 0}h2{break-after:avoid}li,blockquote,pre{break-inside:avoid}
 code{background:#f4f4f5;padding:0 0.3em}@media print{body{margin:0}}"""
 
 
@@ -210,22 +248,28 @@ def to_html(report: Report) -> str:
     for q in report.questions:
         parts.append(f"<section><h2>[{e(q.id)}] {e(q.text)}</h2><p class='score'>{e(t['score'])}: {e(_score(q.score))}</p>")
         if q.answer is None:
-            parts.append(f"<p><em>{e(t['skipped'] if q.grade else t['not_answered'])}</em></p></section>")
+            parts.append(f"<p class='passed'><em>{e(_passed(t, q.passed))}</em></p></section>")
             continue
         parts.append(f"<blockquote>{verbatim.to_html(q.answer)}</blockquote>")
         if q.grade is not None:
             parts.append("<ul>" + "".join(_criterion_html(c, t) for c in q.grade.criteria) + "</ul>")
             if q.grade.passages:
                 parts.append(f"<p>{e(t['read'])}: " + ", ".join(f"<code>{e(p.source)}</code>" for p in q.grade.passages[:4]) + "</p>")
-        for text, answer, grade in q.followups:
-            said = verbatim.to_html(answer) if answer else e(t["skipped"])
-            parts.append(f"<p><strong>{e(t['followups'])}</strong>: {e(text)}</p><blockquote>{said}</blockquote>")
-            if grade is not None:
-                parts.append(f"<p>{e(t['score'])}: {grade.score}/10</p>")
+        for f in q.followups:
+            said = (
+                f"<blockquote>{verbatim.to_html(f.answer)}</blockquote>"
+                if f.answer
+                else f"<p class='passed'><em>{e(_passed(t, f.passed))}</em></p>"
+            )
+            parts.append(f"<p><strong>{e(t['followups'])}</strong>: {e(f.text)}</p>{said}")
+            if f.grade is not None:
+                parts.append(f"<p>{e(t['score'])}: {f.grade.score}/10</p>")
         parts.append("</section>")
     if report.plan:
         items = "".join(
-            f"<li>[{e(qid)}] {score}/10 — {e(t['read'])}: " + ", ".join(f"<code>{e(r)}</code>" for r in refs) + "</li>"
+            f"<li>[{e(qid)}] {score}/10 — {e(t['read'])}: "
+            + "; ".join(f"{e(report.titles[r])} <code>{e(r)}</code>" if r in report.titles else f"<code>{e(r)}</code>" for r in refs)
+            + "</li>"
             for qid, score, refs in report.plan
         )
         parts.append(f"<h2>{e(t['plan'])}</h2><ol>{items}</ol>")
