@@ -508,6 +508,24 @@ def test_doctor_reads_the_model_lists_failures(server: tuple[str, Recorded], sta
     assert all(SECRET not in c.message for c in result)
 
 
+def test_the_model_panel_names_its_own_fields(tmp_path: Any, server: tuple[str, Recorded]) -> None:
+    """What the user typed into the page is what a fix points to; a URL that is none is said so."""
+    from interviewer.faces.web import Handlers
+
+    handlers = Handlers(Services(Settings(home=tmp_path)))
+    result, _badge, _key = handlers.check_model()  # nothing typed, nothing configured
+    assert "offline" in result and "fill in the Base URL" in result and "OPENAI_BASE_URL" not in result
+    result, _badge, _key = handlers.check_model("not a url", "foo-model", "")
+    assert "'not a url' is not an http(s) URL: check the Base URL field" in result and "cannot reach" not in result
+    result, _badge, _key = handlers.check_model("http://127.0.0.1:9/v1", "foo-model", "sk-x")  # nothing listens on 9
+    assert "is the Base URL field right?" in result and "OPENAI_BASE_URL" not in result
+    base_url, recorded = server
+    recorded.models_status = 401
+    result, _badge, key_box = handlers.check_model(base_url, "test-model", SECRET)
+    assert "check the API key field" in result and SECRET not in result and key_box == ""
+    assert "Offline" in handlers.badge  # no check passed: the server still grades offline
+
+
 EMBEDDING_FUNCTIONS = "chromadb.utils.embedding_functions"
 # what a module may take from EMBEDDING_FUNCTIONS besides provider.py: the registry for its own
 # offline function (interviewer/retrieval/embedding.py), never a provider's function

@@ -205,18 +205,20 @@ class Handlers:
         Returns the result, the badge, and an empty key box: the key is never shown back."""
         from pydantic import SecretStr
 
-        from interviewer.faces.doctor import run
+        from interviewer.faces.doctor import ENVIRONMENT, FORM, run
         from interviewer.settings import EndpointSettings
 
         candidate = self.settings
-        if base_url.strip() or model.strip() or api_key.strip():
+        typed = bool(base_url.strip() or model.strip() or api_key.strip())
+        if typed:
             endpoint = EndpointSettings(
                 base_url=base_url.strip() or self.settings.endpoint.base_url,
                 api_key=SecretStr(api_key.strip()) if api_key.strip() else self.settings.endpoint.api_key,
                 model=model.strip() or self.settings.endpoint.model,
             )
             candidate = self.settings.model_copy(update={"endpoint": endpoint})
-        checks = run(candidate)
+        from_environment = not typed and self.settings.endpoint.configured  # what a fix must point to
+        checks = run(candidate, ENVIRONMENT if from_environment else FORM)
         result = "\n".join(("- ok: " if c.ok else "- **fix**: ") + c.message for c in checks)
         if candidate is not self.settings and all(c.ok for c in checks):
             self.services = Services(candidate, store=self.services.store)

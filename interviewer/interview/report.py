@@ -231,7 +231,8 @@ CSS = """body{font-family:system-ui,"WenQuanYi Micro Hei","Noto Sans CJK SC",san
 line-height:1.5;color:#222}h1{border-bottom:2px solid #ea580c}blockquote{background:#fff7ed;border-left:4px solid #ea580c;
 margin:0.5em 0;padding:0.5em 1em}.said{white-space:pre-wrap;margin:0.4em 0}
 pre{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:0.85em;background:#f4f4f5;padding:0.6em;
-white-space:pre-wrap;overflow-wrap:anywhere}.score{font-weight:bold}li{margin:0.2em 0}h2{break-after:avoid}li,blockquote,pre{break-inside:avoid}
+white-space:pre-wrap;overflow-wrap:anywhere}.score{font-weight:bold}li{margin:0.2em 0}
+h2{break-after:avoid}li,blockquote,pre{break-inside:avoid}
 code{background:#f4f4f5;padding:0 0.3em}@media print{body{margin:0}}"""
 
 
