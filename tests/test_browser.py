@@ -112,8 +112,11 @@ def chat_text(page: Any) -> str:
 
 
 def skip_until_round_ends(page: Any, lang: str = "en") -> None:
+    """Skip to the round's summary: its button goes on to the next round, or (the plan's last
+    round) to the report."""
+    words = WORDS[lang]  # type: ignore[index]
     for _ in range(20):
-        if page.get_by_role("button", name=WORDS[lang]["proceed"]).is_visible():  # type: ignore[index]
+        if any(page.get_by_role("button", name=words[name]).is_visible() for name in ("proceed", "to_report")):
             return
         page.get_by_role("button", name=WORDS[lang]["skip"]).click()  # type: ignore[index]
         page.wait_for_timeout(400)
@@ -140,7 +143,7 @@ def test_a_round_in_chinese_practice_mode(browser: Any, app: App) -> None:
     page.screenshot(path=str(ARTIFACTS / "round-zh-practice.png"), full_page=True)
     skip_until_round_ends(page, "zh")
     assert "本轮得分" in chat_text(page)
-    page.get_by_role("button", name=WORDS["zh"]["proceed"]).click()
+    page.get_by_role("button", name=WORDS["zh"]["to_report"]).click()  # one round planned: on to the report
     page.get_by_text("面试结束").first.wait_for()
     page.get_by_text("模拟面试反馈报告").first.wait_for()  # at the end, the report
     page.get_by_role("button", name=WORDS["zh"]["download"]).wait_for()  # drawn with the report, maybe a frame later
@@ -229,6 +232,28 @@ def test_a_first_visit_on_a_chinese_phone(browser: Any, app: App) -> None:
     page.wait_for_timeout(500)
     assert page.get_by_label("你的回答").input_value() == ""
     context.close()
+
+
+def test_a_click_on_a_history_row_resumes_that_session(browser: Any, app: App) -> None:
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.goto(app.url)
+    start(page, "round 1", "practice", "en")
+    answer(page, "FIRST-SESSION answer: data parallel keeps a replica per GPU and all-reduces gradients.")
+    page.get_by_text("↪").last.wait_for()
+    page.get_by_role("button", name="Toggle Sidebar").click()
+    wait_for_sidebar(page, closed=False)
+    page.get_by_role("button", name=WORDS["en"]["start"]).click()  # a second interview
+    page.wait_for_function("() => !document.body.innerText.includes('FIRST-SESSION')")
+    page.get_by_role("button", name="Toggle Sidebar").click()
+    wait_for_sidebar(page, closed=False)
+    page.get_by_text(WORDS["en"]["history"], exact=True).click()
+    cells = page.locator("span.text:visible", has_text="round 1")  # each row's plan cell, newest first
+    cells.nth(1).wait_for()
+    page.screenshot(path=str(ARTIFACTS / "history-open.png"), full_page=True)
+    cells.nth(1).click()  # the first interview
+    page.get_by_text("FIRST-SESSION").first.wait_for()
+    wait_for_sidebar(page, closed=True)
+    page.close()
 
 
 def test_a_server_restart_resumes_the_session(browser: Any, app: App) -> None:

@@ -64,7 +64,7 @@ def test_interview_mode_keeps_scores_for_the_round_summary(handlers: Handlers) -
         if after.can_continue:
             break
         after = handlers.skip(after.session_id)
-    assert after.can_continue and not after.can_answer
+    assert after.can_continue and not after.can_answer and after.last_round  # one round planned: the button says so
     assert "Score for the round" in after.chat[-1]["content"] and "q11" in after.chat[-1]["content"]
     end = handlers.proceed(after.session_id)
     assert "The interview is over" in end.chat[-1]["content"]
@@ -245,3 +245,12 @@ def test_retry_names_the_prompt_it_answers_again(handlers: Handlers) -> None:
     after = submit(handlers, view.session_id, GOOD)
     assert after.can_retry and after.chat[-1]["content"].startswith("**↪**")  # a follow-up is on screen
     assert retry_label(after) == "Retry the last answer [q01]"  # yet Retry is for q01's answer, and says so
+
+
+def test_a_full_plans_first_round_goes_on_to_the_next(handlers: Handlers) -> None:
+    view = handlers.start("full", None, None, "interview", "en")
+    for _ in range(30):
+        if view.can_continue:
+            break
+        view = handlers.skip(view.session_id)
+    assert view.can_continue and not view.last_round

@@ -56,6 +56,7 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "skip": "跳过",
         "retry": "重答上一个回答",
         "proceed": "进入下一轮",
+        "to_report": "结束面试，查看报告",
         "download": "下载报告（HTML）",
         "download_pdf": "下载报告（PDF）",
         "welcome": (
@@ -108,6 +109,7 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "skip": "Skip",
         "retry": "Retry the last answer",
         "proceed": "Next round",
+        "to_report": "Finish and see the report",
         "download": "Download the report (HTML)",
         "download_pdf": "Download the report (PDF)",
         "welcome": (

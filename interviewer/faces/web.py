@@ -107,6 +107,7 @@ class View:
     keep_draft: bool = False  # the move was refused: what is typed in the answer box stays there
     lang: PageLang = "zh"  # the interview's language, which the page's controls follow
     retry_target: str = ""  # the prompt Retry answers again ("[q01]", "[q01 ↪]"), named on the button
+    last_round: bool = False  # the summary on screen ends the plan: the button leads to the report
     mode: str = "interview"
 
 
@@ -410,6 +411,7 @@ class Handlers:
             code_question=prompt.answer_format == "code",
             can_answer=prompt.answerable,
             can_continue=prompt.kind == "round-summary",
+            last_round=prompt.kind == "round-summary" and prompt.number == prompt.total,
             can_retry=state.mode == "practice" and prompt.answerable and any(e.turn.kind == "answer" for e in state.exchanges),
             retry_target=_retry_target(state),
             report=report_md,
@@ -462,6 +464,10 @@ def _retry_target(state: SessionState) -> str:
 def retry_label(view: View) -> str:
     label = WORDS[view.lang]["retry"]
     return f"{label} {view.retry_target}" if view.retry_target else label
+
+
+def proceed_label(view: View) -> str:
+    return WORDS[view.lang]["to_report" if view.last_round else "proceed"]
 
 
 def _answer_text(answer: str, code: str) -> str:
@@ -518,9 +524,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 check = gr.Button(w["check"])
                 check_result = gr.Markdown()
             with gr.Accordion(w["history"], open=False) as history_panel:
-                history = gr.Dataframe(
-                    headers=["id", "status", "mode", "lang", "plan", "answered", "overall"], interactive=False, wrap=True
-                )
+                history = gr.Dataframe(headers=HISTORY_COLUMNS["en"], interactive=False, wrap=True)
                 resume_id = gr.Textbox(label=w["resume_id"])
                 resume = gr.Button(w["resume"])
                 chart = gr.LinePlot(x="started", y="overall", title=w["overall_chart"], y_lim=[0, 10], height=220)
@@ -584,7 +588,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 gr.update(value=w["dont_know"], interactive=view.can_answer),
                 gr.update(value=w["skip"], interactive=view.can_answer),
                 gr.update(value=retry_label(view), visible=view.can_retry),
-                gr.update(value=w["proceed"], visible=view.can_continue),
+                gr.update(value=proceed_label(view), visible=view.can_continue),
                 gr.update(label=w["download"], visible=view.report_file is not None, value=view.report_file),
                 gr.update(label=w["download_pdf"], visible=view.report_pdf is not None, value=view.report_pdf),
                 view.playing,
@@ -606,7 +610,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 "",
                 *(WORDS[view.lang][name] for name in ("submit", "dont_know", "skip")),
                 retry_label(view),
-                WORDS[view.lang]["proceed"],
+                proceed_label(view),
                 view.report_file,
                 view.report_pdf,
                 view.playing,
@@ -634,8 +638,13 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             run.__name__ = handler.__name__
             return run
 
-        def refresh_history() -> tuple[Any, Any, Any, Any]:
-            return history_frames(handlers.history())
+        def refresh_history(chosen: str) -> tuple[Any, Any, Any, Any]:
+            return history_frames(handlers.history(), page_lang(chosen))
+
+        def pick(event: gr.SelectData) -> Iterator[tuple[Any, ...]]:
+            """A click on a history row resumes that session (its id is the row's last cell)."""
+            row = event.row_value or []
+            yield from guarded(handlers.resume)(str(row[-1]) if row else "")
 
         labelled = [title, lang, plan, question, topic, mode, start, model_panel, model_help, model_url, model_name]
         labelled += [model_key, check, history_panel, resume_id, resume, chart, topic_chart, weakest, chat, answer, code]
@@ -686,7 +695,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
 
         start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").success(
             out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
-        ).then(refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented")
+        ).then(refresh_history, [lang], [history, chart, topic_chart, weakest], api_visibility="undocumented")
         # the answer is stored by a plain request (no queue to lose it in); the turn then streams in
         # an event with no concurrency limit: its work is waiting on the model, not on this machine.
         # Neither shows Gradio's progress overlay: the chat's own mark says the interviewer is about
@@ -722,7 +731,10 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         answer.change(None, [answer], None, js=KEEP_DRAFT)
         demo.load(on_load, [session_id], outputs, api_visibility="undocumented").then(None, None, [answer], js=RESTORE_DRAFT).then(
             out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
-        ).then(refresh_history, None, [history, chart, topic_chart, weakest], api_visibility="undocumented")
+        ).then(refresh_history, [lang], [history, chart, topic_chart, weakest], api_visibility="undocumented")
+        history.select(pick, None, outputs, api_visibility="undocumented").success(
+            out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
+        )
     demo.queue(default_concurrency_limit=8, max_size=512)
     return demo
 
@@ -735,11 +747,23 @@ def welcome(lang: PageLang) -> Any:
     return {"role": "assistant", "content": WORDS[lang]["welcome"]}
 
 
-def history_frames(history: History) -> tuple[Any, Any, Any, Any]:
-    """The history as the sidebar shows it: the table, the two charts' frames, the weakest topics."""
+HISTORY_COLUMNS = {
+    "zh": ["开始于", "计划", "模式", "语言", "已答", "总分", "状态", "会话 id"],
+    "en": ["started", "plan", "mode", "language", "answered", "overall", "status", "session id"],
+}
+
+
+def history_frames(history: History, lang: PageLang = "en") -> tuple[Any, Any, Any, Any]:
+    """The history as the sidebar shows it: the table (the date first; the id, which a click on the
+    row resumes, last), the two charts' frames, the weakest topics."""
     import pandas as pd
 
-    table = [[r.id, r.status, r.mode, r.lang, r.plan, f"{r.answered}/{r.questions}", r.overall] for r in history.rows()]
+    rows = [
+        [r.started.strftime("%m-%d %H:%M"), r.plan, r.mode, r.lang, f"{r.answered}/{r.questions}",
+         "—" if r.overall is None else r.overall, r.status, r.id]
+        for r in history.rows()
+    ]  # fmt: skip
+    table = pd.DataFrame(rows, columns=HISTORY_COLUMNS[lang])
     overall = pd.DataFrame(history.overall_over_time(), columns=["started", "overall", "plan"])
     topics = pd.DataFrame(history.topic_history(), columns=["session_id", "started", "topic", "score"])
     topics["started"] = pd.to_datetime(topics["started"])
