@@ -1,7 +1,18 @@
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import os
+import pty
+import select
+import sqlite3
+import subprocess
+import sys
+import termios
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -57,8 +68,18 @@ def test_index_add_records_a_notes_folder(tmp_path: Path, _isolated_home: Path) 
         (["index", "--add", "/nonexistent/notes"], {}, "not a folder"),
         (["index"], {"INTERVIEWER_INDEX__EMBEDDING": "openai"}, "needs OPENAI_API_KEY"),
         (["bank"], {"INTERVIEWER_RETRIEVAL__K": "many"}, "invalid setting"),
+        (["grade", "/nope.jsonl"], {}, "no such file: /nope.jsonl"),
+        (["drill", "--topic", "nosuchtopic"], {}, "no question has topic 'nosuchtopic'; topics: 3d-parallel, "),
     ],
-    ids=["empty-query", "missing-bank", "missing-folder", "embedding-without-key", "bad-setting"],
+    ids=[
+        "empty-query",
+        "missing-bank",
+        "missing-folder",
+        "embedding-without-key",
+        "bad-setting",
+        "grade-missing-file",
+        "drill-unknown-topic",
+    ],
 )
 def test_errors_are_one_line_and_a_non_zero_exit(args: list[str], env: dict[str, str], message: str) -> None:
     result = runner.invoke(app, args, env=env)
@@ -203,3 +224,356 @@ def test_the_bank_command_builds_no_index_no_store_and_no_grader(monkeypatch: py
     assert len(json.loads(listed.stdout)) == 16
     home = Path(os.environ["INTERVIEWER_HOME"])
     assert not (home / "index").exists() and not (home / "sessions.db").exists()
+
+
+# -- the command line's errors: one line on stderr and exit code 1 ------------------------------------------------------
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "interviewer.faces.cli", *args]
+
+
+class Terminal:
+    """The command in a pseudo-terminal, as a candidate runs it: the terminal is its controlling
+    terminal (so Ctrl-C is the kernel's SIGINT) and the kernel's line editing is in force (the
+    4,095-byte canonical line is the kernel's, not Python's)."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None):
+        self.master, slave = pty.openpty()
+        self.output = b""
+        self.process = subprocess.Popen(
+            _cli(*args),
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**os.environ, "TERM": "xterm", **(env or {})},
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        )
+        os.close(slave)
+
+    def expect(self, text: str, timeout: float = 60) -> None:
+        """Read until ``text`` has been printed since the last expect (the terminal's echo included)."""
+        wanted, start, deadline = text.encode(), len(self.output), time.monotonic() + timeout
+        while wanted not in self.output[start:]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not printed; the terminal shows:\n{self.output[-2000:].decode(errors='replace')}")
+            if select.select([self.master], [], [], 0.1)[0]:
+                try:
+                    self.output += os.read(self.master, 65536)
+                except OSError:  # the command has ended
+                    time.sleep(0.1)
+
+    def send(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def finish(self, timeout: float = 60) -> int:
+        deadline = time.monotonic() + timeout
+        while self.process.poll() is None and time.monotonic() < deadline:
+            if select.select([self.master], [], [], 0.1)[0]:
+                try:
+                    self.output += os.read(self.master, 65536)
+                except OSError:
+                    break
+        code = self.process.wait(max(deadline - time.monotonic(), 1))
+        os.close(self.master)
+        return code
+
+    @property
+    def text(self) -> str:
+        return self.output.decode(errors="replace")
+
+
+def _only_session() -> dict[str, Any]:
+    listed = json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)
+    assert len(listed) == 1
+    exported: dict[str, Any] = json.loads(runner.invoke(app, ["sessions", "--export", listed[0]["id"]]).stdout)
+    return exported
+
+
+def test_a_long_answer_pasted_at_a_terminal_is_kept_whole() -> None:
+    """The kernel's canonical line keeps 4,095 bytes: 1,611 Chinese characters were stored as 1,365.
+    A bracketed paste of several lines is taken line by line; an undecodable byte becomes U+FFFD."""
+    long_line = "梯度" * 805 + "X"  # 1,611 characters, 4,831 bytes
+    terminal = Terminal("interview", "--question", "q06", env={"PYTHONIOENCODING": "utf-8:surrogateescape"})
+    terminal.expect("> ")
+    terminal.send(long_line.encode() + b"\n")
+    terminal.expect("> ")
+    terminal.send(b"\x1b[200~pasted \xff line\nlast line\n.\n\x1b[201~\r")
+    terminal.expect("> ")
+    terminal.send(b":quit\n")
+    assert terminal.finish() == 0, terminal.text
+    assert "interview --resume" in terminal.text
+    assert _only_session()["turns"][0]["answer"] == f"{long_line}\npasted \ufffd line\nlast line"
+
+
+def test_undecodable_bytes_in_a_piped_answer_are_replaced_not_a_crash() -> None:
+    """With a UTF-8 or C locale, standard input decodes bad bytes as surrogates, which SQLite refused
+    with a traceback (UnicodeEncodeError: surrogates not allowed)."""
+    typed = b"abc \xff\xfe def\n.\n:quit\n"
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:surrogateescape"}
+    result = subprocess.run(_cli("interview", "--question", "q06"), input=typed, capture_output=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert b"Traceback" not in result.stderr
+    assert _only_session()["turns"][0]["answer"] == "abc \ufffd\ufffd def"
+
+
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_a_line_of_invalid_utf8_or_nested_too_deep_is_that_lines_error(tmp_path: Path, via: str) -> None:
+    """One line of invalid UTF-8 stopped the batch with a traceback before any line was graded; a
+    line nested 100,000 deep ended it with RecursionError."""
+    good = json.dumps({"question_id": "q05", "answer": "我不知道"}, ensure_ascii=False).encode()
+    lines = [good, b'{"question_id": "q05", "answer": "\xff"}', b"[" * 100_000 + b"]" * 100_000, good]
+    data = b"\n".join(lines) + b"\n"
+    source = tmp_path / "answers.jsonl"
+    source.write_bytes(data)
+    args, given = (["grade", str(source)], None) if via == "file" else (["grade", "-"], data)
+    result = runner.invoke(app, [*args, "--grader", "offline"], input=given)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 4
+    assert rows[0]["grade"]["score"] == 0 and rows[3]["grade"]["score"] == 0
+    assert rows[1] == {"line": 2, "error": "not valid UTF-8: byte 0xff at byte 35"}
+    assert rows[2]["line"] == 3 and "nested too deeply" in rows[2]["error"]
+    assert result.stderr.strip() == "2 line(s) could not be graded; see their error field"
+
+
+def _without_write_permission(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command run by someone who may not write ``home`` (mode 0555, files 0444). Permission bits
+    do not stop root, so as root the command first gives up CAP_DAC_OVERRIDE (the capability that
+    writes through them) and meets the bits as any user does: a real EACCES from the kernel."""
+    for path in [home, *home.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+
+    def give_up_override() -> None:
+        import ctypes
+
+        pr_capbset_drop, cap_dac_override = 24, 1
+        if ctypes.CDLL(None, use_errno=True).prctl(pr_capbset_drop, cap_dac_override, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+    try:
+        return subprocess.run(
+            _cli(*args), capture_output=True, text=True, timeout=120, preexec_fn=give_up_override if os.geteuid() == 0 else None
+        )
+    except subprocess.SubprocessError as exc:
+        pytest.skip(f"root here cannot give up CAP_DAC_OVERRIDE ({exc}), so no folder is read-only to it")
+    finally:
+        for path in [home, *home.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.strip().count("\n") == 0, result.stderr
+    assert result.stderr.startswith("error: ")
+    return result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["sessions"], ["search", "ZeRO"], ["index"], ["grade", "-"], ["interview", "--question", "q06"]],
+    ids=["sessions", "search", "index", "grade-free-text", "interview"],
+)
+def test_a_read_only_data_folder_is_said_to_be_one(_isolated_home: Path, args: list[str]) -> None:
+    """An empty data folder without write permission: OSError tracebacks (search, index, grade), or
+    "the session database … is damaged … move it elsewhere" where no database exists."""
+    free_text = json.dumps({"question": "什么是 ZeRO", "answer": "切分优化器状态"}, ensure_ascii=False)
+    if args == ["grade", "-"]:
+        source = _isolated_home.parent / "free-text.jsonl"
+        source.write_text(free_text + "\n", encoding="utf-8")
+        args = ["grade", str(source), "--grader", "offline"]
+    message = _one_line_error(_without_write_permission(_isolated_home, *args))
+    assert f"permission denied on {_isolated_home}" in message
+    assert "INTERVIEWER_HOME" in message and "damaged" not in message
+
+
+def test_a_read_only_data_folder_with_its_index_and_sessions_is_not_called_damaged(_isolated_home: Path, tmp_path: Path) -> None:
+    """Chroma says "attempt to write a readonly database" and SQLite the same: they were reported as
+    a damaged database to move away and an index to rebuild (`index --rebuild`), which would not help."""
+    script = tmp_path / "candidate.jsonl"
+    script.write_text(json.dumps({"question_id": "q06", "answer": "warp divergence"}) + "\n", encoding="utf-8")
+    for args in (["index"], ["simulate", str(script)]):  # each its own process, which closes the database as it ends
+        subprocess.run(_cli(*args), check=True, capture_output=True, timeout=120)
+    for args, where in ((["search", "ZeRO"], "index"), (["sessions"], "sessions.db")):
+        message = _one_line_error(_without_write_permission(_isolated_home, *args))
+        assert f"permission denied on {_isolated_home}" in message and where in message
+        assert "--rebuild" not in message and "damaged" not in message
+
+
+def test_a_file_where_the_data_folder_should_be(tmp_path: Path) -> None:
+    blocker = tmp_path / "data"
+    blocker.write_text("not a folder")
+    for args in (["sessions"], ["index"]):
+        result = runner.invoke(app, args, env={"INTERVIEWER_HOME": str(blocker)})
+        assert result.exit_code == 1, result.output
+        assert result.stderr == (
+            f"error: {blocker} is a file where a folder is expected: move it away, or set INTERVIEWER_HOME to a folder you can write to\n"
+        )
+
+
+def test_a_read_only_file_system_is_said_to_be_one(monkeypatch: pytest.MonkeyPatch, _isolated_home: Path) -> None:
+    real_mkdir = Path.mkdir
+
+    def read_only(self: Path, *args: Any, **kwargs: Any) -> None:
+        if self.is_relative_to(_isolated_home):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    result = runner.invoke(app, ["index"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr == (
+        f"error: {_isolated_home / 'index'} is on a read-only file system, so nothing can be saved there: "
+        "set INTERVIEWER_HOME to a folder you can write to\n"
+    )
+
+
+def test_a_full_disk_is_one_line_and_keeps_what_was_saved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A full disk gave a 50-line traceback. The session database is held to the pages it has
+    (SQLite's max_page_count), so its next write fails as on a full disk: SQLITE_FULL."""
+    from interviewer.interview.store import Store
+
+    script = tmp_path / "candidate.jsonl"
+    script.write_text(json.dumps({"question_id": "q06", "answer": "warp divergence"}) + "\n", encoding="utf-8")
+    first = runner.invoke(app, ["simulate", str(script), "--json"])
+    assert first.exit_code == 0, first.output
+    session_id = json.loads(first.stdout)["session_id"]
+
+    connect = Store._connect
+
+    def no_more_pages(self: Store) -> sqlite3.Connection:
+        db = connect(self)
+        db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+        return db
+
+    script.write_text(json.dumps({"question_id": "q06", "answer": "warp divergence " * 2000}) + "\n", encoding="utf-8")
+    with monkeypatch.context() as full_disk:
+        full_disk.setattr(Store, "_connect", no_more_pages)
+        full = runner.invoke(app, ["simulate", str(script)])
+    assert full.exit_code == 1 and "Traceback" not in full.output, full.output
+    assert full.stderr.startswith("error: the disk is full (writing ") and full.stderr.count("\n") == 1
+    assert "free some space" in full.stderr
+    saved = {
+        s["id"]: json.loads(runner.invoke(app, ["sessions", "--export", s["id"]]).stdout)
+        for s in json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)
+    }
+    assert saved[session_id]["turns"][0]["answer"] == "warp divergence"
+    assert all(t["answer"] != "warp divergence " * 2000 for s in saved.values() for t in s["turns"])  # rolled back whole
+
+    def no_space(self: Path, *args: Any, **kwargs: Any) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+
+    monkeypatch.setattr(Path, "write_text", no_space)
+    report = runner.invoke(app, ["report", session_id, "--out", str(tmp_path / "report.md")])
+    assert report.exit_code == 1 and "Traceback" not in report.output, report.output
+    assert report.stderr == (
+        f"error: the disk is full (writing {tmp_path / 'report.md'}): "
+        "free some space and run the command again; what was saved before is kept\n"
+    )
+
+
+def test_eval_without_expert_scores_says_why(tmp_path: Path) -> None:
+    """It printed zeros for every figure and exited 0, as if the grader agreed with no one."""
+    source = tmp_path / "unlabelled.jsonl"
+    source.write_text(json.dumps({"question_id": "q06", "answer": "warp divergence"}) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(source)])
+    assert result.exit_code == 1 and "Pearson" not in result.output
+    assert result.stderr.startswith(f"error: {source}: no line has an expert 'score' to compare the grades with")
+    assert "interviewer grade" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_grade_at_a_terminal_without_a_file_says_how_to_use_it() -> None:
+    """It waited on the terminal behind an empty progress bar."""
+    _, slave = pty.openpty()
+    try:
+        result = subprocess.run(_cli("grade"), stdin=slave, capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(slave)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("error: grade reads JSONL answers from a file or a pipe: `interviewer grade answers.jsonl`")
+    assert result.stderr.count("\n") == 1
+
+
+def test_sessions_at_80_columns_shows_each_id_whole(tmp_path: Path) -> None:
+    """`report` and `--resume` need the id; the table cut it to "34378fba…" at 80 columns."""
+    script = tmp_path / "candidate.jsonl"
+    script.write_text(json.dumps({"question_id": "q06", "answer": "warp divergence"}) + "\n", encoding="utf-8")
+    session_id = json.loads(runner.invoke(app, ["simulate", str(script), "--json"]).stdout)["session_id"]
+    for columns in ("80", "60"):
+        listed = runner.invoke(app, ["sessions"], env={"COLUMNS": columns})
+        assert listed.exit_code == 0
+        assert session_id in listed.stdout, listed.stdout
+        assert max(len(line) for line in listed.stdout.splitlines()) <= int(columns)
+
+
+def test_ctrl_c_at_the_answer_prompt_says_how_to_resume() -> None:
+    """It exited (code 130, Typer's for Ctrl-C) without a word on how to come back."""
+    terminal = Terminal("interview", "--question", "q06")
+    terminal.expect("> ")
+    terminal.send(b"half an answer\n")
+    terminal.expect("> ")
+    terminal.send(b"\x03")
+    assert terminal.finish() == 130, terminal.text
+    session_id = json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)[0]["id"]
+    assert f"已保存。继续作答：interviewer interview --resume {session_id}" in terminal.text
+
+
+def test_the_resume_line_is_in_the_sessions_language() -> None:
+    """A Chinese session said "Saved. Resume with…" in English."""
+    for lang, saved in (
+        ("zh", "已保存。继续作答：interviewer interview --resume"),
+        ("en", "Saved. Resume with: interviewer interview --resume"),
+    ):
+        result = runner.invoke(app, ["interview", "--question", "q06", "--lang", lang], input=":quit\n")
+        assert result.exit_code == 0, result.output
+        session_id = json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)[0]["id"]
+        assert f"{saved} {session_id}" in result.stdout
+
+
+def test_the_end_of_each_round_names_the_report_command() -> None:
+    result = runner.invoke(app, ["interview"], input=":idk\n" * 16)
+    assert result.exit_code == 0, result.output
+    session_id = json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)[0]["id"]
+    hint = f"反馈报告：interviewer report {session_id}"
+    after_round_1 = result.stdout.split("本轮得分", 1)[1].split("[q06]", 1)[0]
+    assert hint in after_round_1
+    assert result.stdout.rstrip().endswith(hint)
+    assert result.stdout.count(hint) == 3  # rounds 1 and 2, and the end (which the last round's summary leads to)
+
+
+def test_the_app_with_a_damaged_database_is_one_line(_isolated_home: Path) -> None:
+    """`python app.py` printed a 40-line traceback for a file that is not SQLite at the database path."""
+    assert runner.invoke(app, ["index"]).exit_code == 0  # the app builds the index first; here it is built already
+    (_isolated_home / "sessions.db").write_bytes(b"this is not a database " * 200)
+    env = {**os.environ, "GRADIO_SERVER_PORT": "7397"}
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).parent.parent / "app.py")], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: the session database {_isolated_home / 'sessions.db'} is damaged (file is not a database)")
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+def test_the_start_up_lines_name_the_address_and_the_login_guarded_share(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Gradio's own start-up advice, `set share=True in launch()`, would open a public link with no
+    login; the server says where it listens and the command that shares behind a login."""
+    import gradio as gr
+
+    from interviewer.faces.web import launch
+
+    monkeypatch.setattr(gr.Blocks, "block_thread", lambda self: None)  # return once the server is up
+    with gr.Blocks() as demo:
+        gr.Markdown("x")
+    try:
+        launch(demo, server_name="127.0.0.1", server_port=7398)
+        out = capsys.readouterr().out
+    finally:
+        demo.close()
+    assert "share=True" not in out
+    assert out.splitlines() == [
+        "Open http://127.0.0.1:7398/ in a browser (Ctrl-C stops the server).",
+        "To share it, behind a login: interviewer serve --share --auth user:password",
+    ]

@@ -254,3 +254,23 @@ def test_a_full_plans_first_round_goes_on_to_the_next(handlers: Handlers) -> Non
             break
         view = handlers.skip(view.session_id)
     assert view.can_continue and not view.last_round
+
+
+def test_a_full_disk_is_one_clear_line_and_the_answer_can_be_sent_again(handlers: Handlers) -> None:
+    """A full disk gave a blank error, the answer unsaved. SQLite's max_page_count holds the
+    database to the pages it has, so the commit meets SQLITE_FULL as on a full disk; the page
+    keeps the typed answer (the box is left as it is on an error) and a second Submit saves it."""
+    store = handlers.services.store
+    view = handlers.start("question", "q06", None, "practice", "en")
+    answer = "A warp is 32 threads that issue one instruction together; divergent branches run one after the other. " * 300
+    for db in store._all:
+        db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+    with pytest.raises(InterviewerError) as refused:
+        submit(handlers, view.session_id, answer)
+    message = str(refused.value)
+    assert message.startswith("the disk is full (writing ") and "free some space" in message and "\n" not in message
+    assert store.turns(view.session_id) == []  # rolled back whole: nothing half-saved
+    for db in store._all:
+        db.execute("PRAGMA max_page_count = 1073741823")
+    again = submit(handlers, view.session_id, answer)
+    assert [t.answer for t in store.turns(view.session_id)] == [answer.strip()] and again.position != view.position

@@ -6,7 +6,7 @@ import time
 
 from interviewer.application.history import History
 from interviewer.content.bank import Bank
-from interviewer.interview.plan import Plan, PlanError, PlanKind, make_plan
+from interviewer.interview.plan import Plan, PlanError, PlanKind, make_plan, topic_questions
 from interviewer.interview.store import Store
 
 WEAK_BELOW = 7.0  # a question whose latest score is under this is a weak point
@@ -18,7 +18,7 @@ def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT, topic: str | No
     hardest first; when nothing is due yet, the questions whose latest score is lowest."""
     now = time.time() if now is None else now
     past = History(store, bank)
-    wanted = {q.id for q in bank.questions if topic is None or topic in q.topics}
+    wanted = set(topic_questions(bank, topic) if topic is not None else (q.id for q in bank.questions))
     chosen: list[str] = []
     for schedule in past.schedules:  # sorted by due date, then easiness
         due = schedule.due_at <= now and schedule.last_quality is not None and schedule.last_quality < 5

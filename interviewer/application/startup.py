@@ -9,7 +9,12 @@ from interviewer.services import Services
 
 def ready_index(services: Services, progress: bool) -> str | None:
     """The first start builds the knowledge index (with progress) and says so; later starts serve
-    at once and bring the index up to date in the background (only changed files are embedded)."""
+    at once and bring the index up to date in the background (only changed files are embedded).
+
+    The session database is opened before anything: a damaged or unwritable one ends the start
+    with its one line before background work has begun: a process exiting while a thread is in
+    Chroma's native code can crash (SIGSEGV) instead of exiting with code 1."""
+    _ = services.store
     index = services.index
     if not index.path.exists():
         report = index.build(progress=progress)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from interviewer.errors import InterviewerError
+from interviewer.errors import InterviewerError, StorageError
 from interviewer.grading.grade import Grade, PassageCitation, RubricGrader
 from interviewer.services import Services
 
@@ -63,15 +63,25 @@ def grade_request(services: Services, grader: RubricGrader, request: GradeReques
     return services.reference_grader.grade(request.question or "", request.answer, references, passages)
 
 
-def read_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
-    """(line number, parsed object or None, error or None) for each non-blank line."""
-    for number, line in enumerate(lines, start=1):
+def read_lines(lines: Iterable[bytes | str]) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """(line number, parsed object or None, error or None) for each non-blank line. Each line is
+    decoded and parsed on its own, so a line of invalid UTF-8 or one nested too deep for the
+    parser is that line's error, and the lines after it are still read."""
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            yield number, None, f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start + 1}"
+            continue
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             yield number, None, f"not valid JSON: {exc.msg} (column {exc.colno})"
+            continue
+        except RecursionError:
+            yield number, None, "nested too deeply to read: arrays or objects inside each other beyond the parser's limit"
             continue
         if not isinstance(value, dict):
             yield number, None, "expected a JSON object"
@@ -88,6 +98,8 @@ def grade_line(services: Services, grader: RubricGrader, number: int, value: dic
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "line"
         return {**value, "line": number, "error": f"{field}: {first['msg']}"}
+    except StorageError:
+        raise  # the disk, not the line: every later line would meet it too
     except InterviewerError as exc:
         return {**value, "line": number, "error": str(exc)}
     return {**value, "grade": grade.model_dump(mode="json")}

@@ -1,11 +1,13 @@
-"""The ``interviewer`` command. Domain errors become one line on stderr and exit code 1."""
+"""The ``interviewer`` command. Domain errors and what the disk refuses become one line on stderr
+and exit code 1."""
 
 from __future__ import annotations
 
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -14,7 +16,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from interviewer.errors import InterviewerError
+from interviewer.errors import InterviewerError, StorageError
 
 if TYPE_CHECKING:
     from interviewer.services import Services
@@ -30,21 +32,31 @@ console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def clean_errors(command: F) -> F:
-    """Turn the product's errors into one clear line and a non-zero exit, not a traceback."""
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """The product's errors, and what the disk refuses (read-only, full, no permission), as one
+    clear line on stderr and exit code 1, not a traceback. A SystemExit, so that ``python app.py``
+    outside any command exits the same way."""
+    try:
+        yield
+    except InterviewerError as exc:
+        message = str(exc)
+    except OSError as exc:
+        message = str(StorageError(exc))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        message = f"invalid setting {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    else:
+        return
+    typer.echo(f"error: {message}", err=True)
+    raise SystemExit(1)
 
+
+def clean_errors(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with one_line_errors():
             return command(*args, **kwargs)
-        except InterviewerError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from None
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            typer.echo(f"error: invalid setting {where}: {first['msg']}", err=True)
-            raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -123,7 +135,8 @@ def bank(as_json: Annotated[bool, typer.Option("--json", help="Print the bank as
         return
     table = Table(title="Question bank")
     for column in ("id", "round", "question", "criteria", "follow-ups"):
-        table.add_column(column)
+        # the question wraps whole at any width (a long CJK run folds): never cut with an ellipsis
+        table.add_column(column, overflow="fold", ratio=1 if column == "question" else None, no_wrap=column != "question")
     for q in loaded.questions:
         table.add_row(q.id, str(q.round), q.question.zh, str(len(q.criteria)), str(len(q.followups)))
     console.print(table)
@@ -156,26 +169,36 @@ def search(
 GraderChoice = typer.Option("--grader", help="offline, llm, or auto (the LLM when one is configured).")
 
 
-def _open_input(path: str) -> Any:
-    if path == "-":
-        return sys.stdin
+@contextmanager
+def _input(path: str | None, command: str) -> Iterator[Any]:
+    """The JSONL to read, as bytes: each line is decoded on its own, so one line of invalid UTF-8
+    is that line's error. No file at a terminal would wait, silently, for typed JSON."""
+    if path is None and sys.stdin.isatty():
+        raise InterviewerError(
+            f"{command} reads JSONL answers from a file or a pipe: `interviewer {command} answers.jsonl`, "
+            f"or `... | interviewer {command} -`; `interviewer {command} --help` lists the fields"
+        )
+    if path is None or path == "-":
+        yield sys.stdin.buffer
+        return
     file = Path(path)
     if not file.is_file():
         raise InterviewerError(f"no such file: {path}")
-    return file.open(encoding="utf-8")
+    with file.open("rb") as handle:
+        yield handle
 
 
-def _count_lines(path: str) -> int | None:
-    if path == "-":
+def _count_lines(path: str | None) -> int | None:
+    if path is None or path == "-":
         return None
-    with Path(path).open(encoding="utf-8") as handle:
+    with Path(path).open("rb") as handle:
         return sum(1 for line in handle if line.strip())
 
 
 @app.command()
 @clean_errors
 def grade(
-    source: Annotated[str, typer.Argument(help="JSONL of answers, or - for standard input.")] = "-",
+    source: Annotated[str | None, typer.Argument(help="JSONL of answers, or - for standard input (read when piped).")] = None,
     grader: Annotated[str, GraderChoice] = "auto",
     out: Annotated[Path | None, typer.Option("--out", help="Write the graded JSONL here.")] = None,
 ) -> None:
@@ -184,25 +207,21 @@ def grade(
 
     from interviewer.faces.batch import grade_line, read_lines
 
-    services = _services()
-    chosen = services.rubric_grader(grader)
-    total = _count_lines(source)
-    handle = _open_input(source)
-    target = out.open("w", encoding="utf-8") if out else sys.stdout
     failed = 0
-    try:
-        with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
+    with _input(source, "grade") as handle:
+        total = _count_lines(source)
+        services = _services()
+        chosen = services.rubric_grader(grader)
+        with (
+            out.open("w", encoding="utf-8") if out else nullcontext(sys.stdout) as target,
+            Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar,
+        ):
             task = bar.add_task("Grading", total=total)
             for number, value, error in read_lines(handle):
                 result = {"line": number, "error": error} if value is None else grade_line(services, chosen, number, value)
                 failed += "error" in result
                 target.write(json.dumps(result, ensure_ascii=False) + "\n")
                 bar.advance(task)
-    finally:
-        if out:
-            target.close()
-        if handle is not sys.stdin:
-            handle.close()
     if failed:
         typer.echo(f"{failed} line(s) could not be graded; see their error field", err=True)
 
@@ -221,14 +240,11 @@ def eval_(
 
     services = _services()
     chosen = services.rubric_grader(grader)
-    handle = _open_input(source)
-    try:
-        with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
-            task = bar.add_task("Grading", total=_count_lines(source))
-            report = evaluate(services, chosen, handle, progress=lambda: bar.advance(task))
-    finally:
-        if handle is not sys.stdin:
-            handle.close()
+    with _input(source, "eval") as handle, Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
+        task = bar.add_task("Grading", total=_count_lines(source))
+        report = evaluate(services, chosen, handle, progress=lambda: bar.advance(task))
+    if reason := report.why_nothing_compared():
+        raise InterviewerError(f"{source}: {reason}")
     summary = report.summary()
     if as_json:
         typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
@@ -348,7 +364,9 @@ def sessions(
         typer.echo(json.dumps([r.as_dict() for r in rows], ensure_ascii=False, indent=2))
         return
     table = Table(title="Sessions")
-    for column in ("id", "started", "status", "mode", "plan", "answered", "overall"):
+    # `report` and `--resume` need the id whole: it never wraps or shrinks; the other columns give way
+    table.add_column("id", no_wrap=True, min_width=max((len(r.id) for r in rows), default=2))
+    for column in ("started", "status", "mode", "plan", "answered", "overall"):
         table.add_column(column)
     for r in rows:
         table.add_row(r.id, r.as_dict()["started"], r.status, r.mode, r.plan, f"{r.answered}/{r.questions}", str(r.overall))

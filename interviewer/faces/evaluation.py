@@ -12,6 +12,8 @@ from interviewer.grading import metrics
 from interviewer.grading.grade import RubricGrader
 from interviewer.services import Services
 
+NO_SCORE = "no expert 'score' to compare with"
+
 
 @dataclass
 class EvalReport:
@@ -22,6 +24,21 @@ class EvalReport:
     lengths: list[int] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     named: list[bool] = field(default_factory=list)  # the grade names a misconception
+
+    def why_nothing_compared(self) -> str | None:
+        """Why no grade could be set against an expert score, or None when some were: figures of
+        nothing print as zeros, which read as a grader that agrees with no one."""
+        if self.predicted:
+            return None
+        if not self.n:
+            return "no answers to compare: the file has no non-blank line"
+        if all(e["error"] == NO_SCORE for e in self.errors):
+            return (
+                "no line has an expert 'score' to compare the grades with: eval needs labelled lines "
+                "(answer, question_id or question, score, kind); `interviewer grade` grades unlabelled answers"
+            )
+        first = self.errors[0]
+        return f"none of the {self.n} line(s) could be compared; line {first['line']}: {first['error']}"
 
     def summary(self) -> dict[str, Any]:
         by_kind: dict[str, list[tuple[float, float, bool]]] = defaultdict(list)
@@ -49,7 +66,7 @@ class EvalReport:
         }
 
 
-def evaluate(services: Services, grader: RubricGrader, lines: Iterable[str], progress: Any = None) -> EvalReport:
+def evaluate(services: Services, grader: RubricGrader, lines: Iterable[bytes | str], progress: Any = None) -> EvalReport:
     report = EvalReport()
     for number, value, error in read_lines(lines):
         report.n += 1
@@ -59,7 +76,7 @@ def evaluate(services: Services, grader: RubricGrader, lines: Iterable[str], pro
             report.errors.append({"line": number, "error": error})
             continue
         if "score" not in value:
-            report.errors.append({"line": number, "error": "no expert 'score' to compare with"})
+            report.errors.append({"line": number, "error": NO_SCORE})
             continue
         result = grade_line(services, grader, number, value)
         if "error" in result:

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import functools
+import io
+import re
+import sys
 from collections.abc import Callable
 
 from rich.console import Console
@@ -14,6 +18,7 @@ from interviewer.application.grading import GradingWorker
 from interviewer.application.turns import play
 from interviewer.grading.grade import Grade
 from interviewer.grading.offline import limitation_note
+from interviewer.interview import verbatim
 from interviewer.interview.engine import Committed, Engine
 from interviewer.interview.interviewer import LLMInterviewer, ScriptedInterviewer
 from interviewer.interview.state import Prompt, RoundScore, SessionState, format_clock
@@ -22,6 +27,43 @@ HELP = {
     "zh": "多行作答，单独一行 . 结束。命令：:skip 跳过，:idk 不会，:retry 重答（练习模式），:quit 保存并退出。",
     "en": "Answer over several lines; a line with a single . ends it. Commands: :skip, :idk, :retry (practice), :quit (saves).",
 }
+SAVED = {"zh": "已保存。继续作答：interviewer interview --resume {id}", "en": "Saved. Resume with: interviewer interview --resume {id}"}
+REPORT = {"zh": "反馈报告：interviewer report {id}", "en": "Feedback report: interviewer report {id}"}
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+class Keyboard:
+    """The candidate's lines, one per call, from the terminal or a pipe, whole and storable.
+
+    At a terminal, readline edits the line: the kernel's own line editing (canonical mode) keeps
+    4,095 bytes of a line and drops the rest, so a pasted answer of 1,611 Chinese characters
+    arrived as 1,365. A paste in one piece (bracketed paste) comes back as several lines at once;
+    they are handed out one by one. Bytes that are not valid in the terminal's encoding become
+    U+FFFD: decoded as surrogates (a UTF-8 or C locale), they would be refused by the database."""
+
+    def __init__(self) -> None:
+        self._queued: list[str] = []
+
+    def __call__(self, prompt: str) -> str:
+        if not self._queued:
+            stdin = sys.stdin
+            if isinstance(stdin, io.TextIOWrapper) and stdin.errors != "replace":
+                stdin.reconfigure(errors="replace")  # strict decoding would end the interview on one bad byte
+            if stdin.isatty():
+                _line_editing()
+            self._queued = _SURROGATE.sub("\ufffd", input(prompt)).removesuffix("\n").split("\n")
+        return self._queued.pop(0)
+
+
+@functools.cache
+def _line_editing() -> None:
+    """readline, once: it takes the terminal out of canonical mode for as long as a line is read,
+    and Tab inserts a tab (code is pasted and typed here) rather than completing a file name."""
+    try:
+        import readline
+    except ImportError:  # a Python built without it
+        return
+    readline.parse_and_bind("bind ^I ed-insert" if "libedit" in (readline.__doc__ or "") else "tab: tab-insert")
 
 
 def show_prompt(console: Console, prompt: Prompt, lang: str) -> None:
@@ -36,9 +78,10 @@ def show_prompt(console: Console, prompt: Prompt, lang: str) -> None:
 def show_grade(console: Console, grade: Grade) -> None:
     table = Table(title=f"{grade.score}/10", show_lines=False)
     for column in ("criterion", "score", "evidence"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold", no_wrap=column == "score")
     for c in grade.criteria:
-        table.add_row(escape(c.description), f"{c.score}/{c.max_score}", escape("\n".join(e[:80] for e in c.evidence[:2])))
+        quotes = "\n".join(verbatim.clip(e, 160) for e in c.evidence[:2])
+        table.add_row(escape(c.description), f"{c.score}/{c.max_score}", escape(quotes))
     if grade.criteria:
         console.print(table)
     console.print(escape(grade.feedback))
@@ -80,25 +123,45 @@ def run(
     engine: Engine,
     state: SessionState,
     console: Console,
-    ask: Callable[[str], str] = input,
+    ask: Callable[[str], str] | None = None,
     interviewer: LLMInterviewer | ScriptedInterviewer | None = None,
     worker: GradingWorker | None = None,
     grade_wait_s: float = 0.0,
 ) -> None:
     """The interview, prompt by prompt. With a ``worker`` the grades are computed in the background
     while the interview goes on (a model grader); without one each is computed after the
-    interviewer has spoken."""
+    interviewer has spoken. Ctrl-C leaves as ``:quit`` does, saying how to resume, and is raised
+    again for the caller to exit on."""
+    try:
+        _interview(engine, state, console, ask or Keyboard(), interviewer or ScriptedInterviewer(), worker, grade_wait_s)
+    except KeyboardInterrupt:
+        console.print()
+        leave(engine, state.id, state.lang, console, worker, grade_wait_s)
+        raise
+
+
+def _interview(
+    engine: Engine,
+    state: SessionState,
+    console: Console,
+    ask: Callable[[str], str],
+    speaker: LLMInterviewer | ScriptedInterviewer,
+    worker: GradingWorker | None,
+    grade_wait_s: float,
+) -> None:
     lang = state.lang
-    speaker = interviewer or ScriptedInterviewer()
     console.print(f"[bold]session {state.id}[/bold] — {HELP[lang]}")
     while True:
         prompt = state.prompt
         if prompt.kind == "end":
             console.print(Panel(escape(prompt.text), style="bold green"))
+            console.print(REPORT[lang].format(id=state.id))
             return
         if prompt.kind == "round-summary":
             show_summary(console, prompt.summary, prompt.text)
             state = engine.proceed(state.id)
+            if state.prompt.kind != "end":  # the last round's summary is followed by the end, which says it
+                console.print(REPORT[lang].format(id=state.id))
             continue
         if prompt.kind == "deciding":  # another process is deciding this session's last answer
             state = engine.open(state.id, grade=worker is None)
@@ -106,8 +169,7 @@ def run(
         show_prompt(console, prompt, lang)
         answer = read_answer(ask)
         if answer is None or answer == ":quit":
-            finish_grading(engine, state.id, console, worker, grade_wait_s)
-            console.print(f"Saved. Resume with: interviewer interview --resume {state.id}")
+            leave(engine, state.id, lang, console, worker, grade_wait_s)
             return
         if answer == ":skip":
             state = engine.skip(state.id).state
@@ -163,6 +225,15 @@ def play_turn(
     if shown:
         console.print()
     return state
+
+
+def leave(engine: Engine, session_id: str, lang: str, console: Console, worker: GradingWorker | None, wait_s: float) -> None:
+    """The pending grades finished, then how to come back; said even when a second Ctrl-C cuts the
+    wait short (every answer is already saved)."""
+    try:
+        finish_grading(engine, session_id, console, worker, wait_s)
+    finally:
+        console.print(SAVED[lang].format(id=session_id))
 
 
 def finish_grading(engine: Engine, session_id: str, console: Console, worker: GradingWorker | None, wait_s: float) -> None:

@@ -496,7 +496,17 @@ def launch(demo: gr.Blocks, **options: Any) -> None:
 
     from interviewer.faces.page_script import PageScript
 
-    demo.launch(max_threads=MAX_THREADS, app_kwargs={"middleware": [Middleware(PageScript)]}, **options)
+    demo.launch(
+        max_threads=MAX_THREADS, app_kwargs={"middleware": [Middleware(PageScript)]}, quiet=True, prevent_thread_lock=True, **options
+    )
+    # Gradio's own start-up lines advise `share=True` in code, which would open a public link with no
+    # login; the product's lines name the address and the command that shares behind a login
+    print(f"Open {demo.local_url} in a browser (Ctrl-C stops the server).", flush=True)
+    if demo.share_url:
+        print(f"Public link, behind the login: {demo.share_url}", flush=True)
+    else:
+        print("To share it, behind a login: interviewer serve --share --auth user:password", flush=True)
+    demo.block_thread()
 
 
 def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:

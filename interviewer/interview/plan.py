@@ -49,9 +49,15 @@ def make_plan(bank: Bank, kind: PlanKind = "full", value: str | int | None = Non
         except KeyError:
             raise PlanError(f"no question '{value}' in the bank (q01..q16)") from None
     if kind == "topic":
-        questions = [q.id for q in bank.questions if str(value) in q.topics]
-        if not questions:
-            topics = sorted({t for q in bank.questions for t in q.topics})
-            raise PlanError(f"no question has topic '{value}'; topics: {', '.join(topics)}")
-        return Plan("topic", f"topic {value}", questions)
+        return Plan("topic", f"topic {value}", topic_questions(bank, str(value)))
     raise PlanError(f"unknown plan '{kind}': use full, round, question, topic or weak")
+
+
+def topic_questions(bank: Bank, topic: str) -> list[str]:
+    """The questions of one topic. A topic no question has is named with the bank's topics, so a
+    typo is not taken for an empty history."""
+    questions = [q.id for q in bank.questions if topic in q.topics]
+    if not questions:
+        topics = sorted({t for q in bank.questions for t in q.topics})
+        raise PlanError(f"no question has topic '{topic}'; topics: {', '.join(topics)}")
+    return questions

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from interviewer.content.rubric import Lang
-from interviewer.errors import InterviewerError
+from interviewer.errors import InterviewerError, StorageError, disk_fault
 from interviewer.grading.grade import Grade
 from interviewer.interview.followups import Decision
 from interviewer.interview.plan import Plan
@@ -271,6 +271,8 @@ class Store:
             db.execute("PRAGMA journal_mode=WAL")
         except sqlite3.DatabaseError as exc:
             self.close()
+            if fault := disk_fault(self.path, str(exc)):
+                raise StorageError(fault) from exc
             raise StoreError(
                 f"the session database {self.path} is damaged ({exc}); it has been left as it is. "
                 "Move it elsewhere (keep it: your answers are in it) and start again to create a new one."
@@ -310,16 +312,23 @@ class Store:
         """One write transaction. This process's writers take turns on a lock first: SQLite makes a
         writer that finds the database locked sleep and retry (1, 2, 5, 10 … 100 ms), and fifty
         answers committed at once waited up to two seconds that way; on the lock they wait only for
-        the writes ahead of them. Another process's writer still meets SQLite's own busy wait."""
+        the writes ahead of them. Another process's writer still meets SQLite's own busy wait. A write
+        the disk refuses (full, read-only) is a :class:`StorageError`, the transaction rolled back."""
         db = self.db
         with self._writing:
-            db.execute("BEGIN IMMEDIATE")
             try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                except BaseException:
+                    if db.in_transaction:  # SQLite has already rolled back after a full disk
+                        db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                if fault := disk_fault(self.path, str(exc)):
+                    raise StorageError(fault) from exc
                 raise
-            db.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self.transaction() as db:

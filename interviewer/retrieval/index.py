@@ -20,7 +20,7 @@ from typing import Any
 
 from interviewer.content.glossary import Glossary
 from interviewer.content.knowledge import KnowledgeFile, Passage, discover, load_passages
-from interviewer.errors import InterviewerError, KnowledgeError, KnowledgeIndexError
+from interviewer.errors import InterviewerError, KnowledgeError, KnowledgeIndexError, StorageError, disk_fault
 from interviewer.retrieval.segment import Segmenter
 from interviewer.settings import Settings
 
@@ -45,13 +45,22 @@ class BuildReport:
         return bool(self.added or self.updated or self.removed or self.rebuilt)
 
 
+CHROMA_FILE = "chroma.sqlite3"
+
+
 @contextmanager
 def _chroma_errors(action: str, path: Path) -> Iterator[None]:
+    """Chroma's errors as one message. A disk that refuses writes (read-only, full) is said to be
+    that: Chroma reports it as a database or compaction error, and a rebuild would not help."""
     try:
         yield
     except InterviewerError:
         raise
+    except OSError as exc:
+        raise StorageError(exc) from exc
     except Exception as exc:  # Chroma raises many unrelated types; the user needs one message
+        if fault := disk_fault(path / CHROMA_FILE, str(exc)):
+            raise StorageError(fault) from exc
         raise KnowledgeIndexError(
             f"cannot {action} the knowledge index at {path}: {exc.__class__.__name__}: {exc}. "
             "Run `interviewer index --rebuild` to build it again from the knowledge files."
@@ -118,8 +127,8 @@ class KnowledgeIndex:
         if self._client is None:
             import chromadb
 
-            self.path.mkdir(parents=True, exist_ok=True)
             with _chroma_errors("open", self.path):
+                self.path.mkdir(parents=True, exist_ok=True)
                 self._client = chromadb.PersistentClient(
                     path=str(self.path),
                     settings=chromadb.Settings(anonymized_telemetry=False, allow_reset=True),
