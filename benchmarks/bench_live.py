@@ -370,7 +370,7 @@ class Candidate:
         return f"{ANSWER} (candidate {self.number:02d}-{self.run})"
 
     def start(self, mode: str = "interview") -> None:
-        out = self.client.predict("question", QUESTION, "zero", mode, "en", api_name="/start")
+        out = self.client.predict("question", QUESTION, "zero", mode, "en", "", api_name="/start")  # "": no interview to leave
         self.session, self.asked = out[0], last_interviewer(out[1])
         if not self.session or "[q02]" not in self.asked:
             raise RuntimeError(f"the session did not start: {self.asked[:80]!r}")
@@ -719,7 +719,7 @@ class Wire:
 
     async def start(self, mode: str = "interview") -> None:
         out: Any = None
-        async for latest in self.queued("start", ["question", QUESTION, "zero", mode, "en"]):
+        async for latest in self.queued("start", ["question", QUESTION, "zero", mode, "en", "", None]):
             out = latest
         self.session, self.asked = out[0], last_interviewer(out[2])
         if not self.session or "[q02]" not in self.asked:

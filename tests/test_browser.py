@@ -168,6 +168,17 @@ def test_a_round_in_english_interview_mode_with_the_code_editor(browser: Any, ap
         page.wait_for_timeout(400)
     page.get_by_text("Kernel (C++/CUDA)").first.wait_for()  # the code editor opens for the kernel question
     page.screenshot(path=str(ARTIFACTS / "round-en-code-editor.png"), full_page=True)
+    # the room: the bundled face in all three weights (bold words drew small capitals with two), and
+    # the round's line and its clock still in sight once the page is scrolled down to the buttons
+    weights = page.evaluate("() => document.fonts.ready.then(() => [...document.fonts].filter(f => f.status === 'loaded'"
+                            " && f.family.includes('IBM Plex Sans')).map(f => f.weight))")  # fmt: skip
+    assert {"400", "600", "700"} <= set(weights), weights
+    page.get_by_role("button", name="Skip").scroll_into_view_if_needed()
+    page.mouse.wheel(0, 2000)
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => window.scrollY") > 0
+    head = page.locator("#progress").bounding_box()
+    assert head is not None and 0 <= head["y"] <= 1 and "left in this round" in page.locator("#progress").inner_text()
     skip_until_round_ends(page)
     assert "Score for the round" in chat_text(page)
     page.close()
@@ -242,13 +253,22 @@ def test_a_click_on_a_history_row_resumes_that_session(browser: Any, app: App) -
     page.get_by_text("↪").last.wait_for()
     page.get_by_role("button", name="Toggle Sidebar").click()
     wait_for_sidebar(page, closed=False)
-    page.get_by_role("button", name=WORDS["en"]["start"]).click()  # a second interview
+    page.get_by_label(WORDS["en"]["interview"], exact=True).check()  # the next one in interview mode
+    page.get_by_role("button", name=WORDS["en"]["start"]).click()  # a Start while one runs: first a warning
+    page.get_by_text("This interview is not over (1 answered)").first.wait_for()
+    page.wait_for_timeout(500)
+    wait_for_sidebar(page, closed=False)  # open, for the second Start
+    assert "FIRST-SESSION" in chat_text(page) and page.get_by_label(WORDS["en"]["interview"], exact=True).is_checked()
+    page.screenshot(path=str(ARTIFACTS / "start-while-running.png"), full_page=True)
+    page.get_by_role("button", name=WORDS["en"]["start"]).click()  # the second Start: a second interview
     page.wait_for_function("() => !document.body.innerText.includes('FIRST-SESSION')")
-    page.get_by_role("button", name="Toggle Sidebar").click()
-    wait_for_sidebar(page, closed=False)
-    page.get_by_text(WORDS["en"]["history"], exact=True).click()
+    wait_for_sidebar(page, closed=True)
+    page.get_by_text(WORDS["en"]["history"], exact=True).click()  # below the conversation, the page's width
     cells = page.locator("span.text:visible", has_text="round 1")  # each row's plan cell, newest first
     cells.nth(1).wait_for()
+    for column in ("started", "plan", "mode", "answered", "overall", "status", "session id"):  # every column in sight
+        header = page.locator("th:visible", has_text=column).first.bounding_box()
+        assert header is not None and header["x"] + header["width"] <= 1300, column
     page.screenshot(path=str(ARTIFACTS / "history-open.png"), full_page=True)
     cells.nth(1).click()  # the first interview
     page.get_by_text("FIRST-SESSION").first.wait_for()

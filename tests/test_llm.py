@@ -578,3 +578,21 @@ def test_only_the_provider_module_imports_the_provider() -> None:
     assert offenders == [], "only interviewer/provider.py may import openai, LangChain or Chroma's OpenAI embedding function"
     checked = {line[1] for line in _imports(ast.parse(provider.read_text(encoding="utf-8")))}
     assert {"openai", "langchain_openai", "langchain_core.messages", EMBEDDING_FUNCTIONS} <= checked  # the walk sees them
+
+
+def test_the_model_panel_speaks_the_pages_language(tmp_path: Any, server: tuple[str, Recorded]) -> None:
+    """The check's lines were English on a Chinese page."""
+    from interviewer.faces.web import Handlers
+
+    handlers = Handlers(Services(Settings(home=tmp_path)))
+    result, _badge, _key = handlers.check_model(lang="zh")
+    assert result == "- 正常：离线：未配置模型端点，评分和追问都在本地进行（在上方填写 Base URL（以及模型名和 key）即可使用模型）"
+    result, _badge, _key = handlers.check_model("not a url", "foo-model", "", "zh")
+    assert result == "- **需修正**：“not a url”不是 http(s) 地址：请检查“Base URL”一栏（例如 http://127.0.0.1:8000/v1）"
+    base_url, recorded = server
+    recorded.script = [{"content": '{"ok": true}'}]
+    result, _badge, _key = handlers.check_model(base_url, "test-model", SECRET, "zh")
+    lines = result.splitlines()
+    assert lines[0].startswith("- 正常：") and lines[0].endswith("：可以连通") and lines[1] == "- 正常：模型“test-model”可用"
+    assert lines[2] == "- 正常：结构化输出可用（json_schema）" and lines[-1] == "本服务器上新开始的面试将使用这个模型。"
+    assert not any(c.isascii() and c.isalpha() for c in lines[-1])

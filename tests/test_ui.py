@@ -120,7 +120,7 @@ def test_the_running_app_through_gradio_client(running_app: str) -> None:
     from gradio_client import Client
 
     client = Client(running_app, verbose=False)
-    session_id, chat, progress, _feedback, *_ = client.predict("question", "q02", "zero", "practice", "en", api_name="/start")
+    session_id, chat, progress, _feedback, *_ = client.predict("question", "q02", "zero", "practice", "en", "", api_name="/start")
     assert session_id and "[q02]" in str(chat[-1]["content"]) and "Offline grading" in progress
     answer = "ZeRO-1 shards optimizer states, ZeRO-2 also gradients, ZeRO-3 also parameters."
     _sid, chat, *_ = client.predict(session_id, answer, "", None, api_name="/submit")  # stored at once, no queue
@@ -274,3 +274,25 @@ def test_a_full_disk_is_one_clear_line_and_the_answer_can_be_sent_again(handlers
         db.execute("PRAGMA max_page_count = 1073741823")
     again = submit(handlers, view.session_id, answer)
     assert [t.answer for t in store.turns(view.session_id)] == [answer.strip()] and again.position != view.position
+
+
+def test_a_start_over_a_running_interview_keeps_it_and_drops_an_untouched_one(handlers: Handlers) -> None:
+    """Start during an interview dropped it silently, and History filled with "active" orphans."""
+    store = handlers.services.store
+    untouched = handlers.start("question", "q02", None, "practice", "en")
+    assert handlers.left_behind(untouched.session_id) is None  # nothing answered: nothing to keep
+    assert untouched.session_id not in {s.id for s in store.sessions()}
+    answered = handlers.start("round 1", None, None, "practice", "en")
+    submit(handlers, answered.session_id, GOOD)
+    running = handlers.left_behind(answered.session_id)
+    assert running is not None and running.id == answered.session_id  # the page warns before leaving it
+    assert handlers.left_behind("") is None and handlers.left_behind("no-such-session") is None
+    finished = handlers.start("question", "q02", None, "practice", "en")
+    submit(handlers, finished.session_id, GOOD)
+    while handlers.current_state(finished.session_id).prompt.kind != "end":
+        state = handlers.current_state(finished.session_id)
+        if state.prompt.kind == "round-summary":
+            handlers.proceed(finished.session_id)
+        else:
+            handlers.skip(finished.session_id)
+    assert handlers.left_behind(finished.session_id) is None  # over: a new Start leaves nothing behind

@@ -38,56 +38,98 @@ class Check:
 
 @dataclass(frozen=True)
 class Source:
-    """Where each setting was given, so a fix names the place the user typed it."""
+    """Where each setting was given, so a fix names the place the user typed it, in its language."""
 
-    base_url: str
-    api_key: str
-    model: str
-    unset: str  # what to do when no endpoint is given at all
+    base_url: dict[str, str]
+    api_key: dict[str, str]
+    model: dict[str, str]
+    unset: dict[str, str]  # what to do when no endpoint is given at all
+
+
+def _same(name: str) -> dict[str, str]:
+    return {"en": name, "zh": name}
 
 
 ENVIRONMENT = Source(
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-    "INTERVIEWER_MODEL",
-    "set OPENAI_BASE_URL, OPENAI_API_KEY and INTERVIEWER_MODEL to use a model",
+    _same("OPENAI_BASE_URL"),
+    _same("OPENAI_API_KEY"),
+    _same("INTERVIEWER_MODEL"),
+    {
+        "en": "set OPENAI_BASE_URL, OPENAI_API_KEY and INTERVIEWER_MODEL to use a model",
+        "zh": "设置 OPENAI_BASE_URL、OPENAI_API_KEY 和 INTERVIEWER_MODEL 即可使用模型",
+    },
 )
 FORM = Source(
-    "the Base URL field", "the API key field", "the Model field", "fill in the Base URL (and the model and key) above to use a model"
+    {"en": "the Base URL field", "zh": "“Base URL”一栏"},
+    {"en": "the API key field", "zh": "“API key”一栏"},
+    {"en": "the Model field", "zh": "“模型”一栏"},
+    {
+        "en": "fill in the Base URL (and the model and key) above to use a model",
+        "zh": "在上方填写 Base URL（以及模型名和 key）即可使用模型",
+    },
 )
 
+SAID: dict[str, dict[str, str]] = {
+    "en": {
+        "offline": "offline: no endpoint configured, so grading and follow-ups run offline ({unset})",
+        "not_url": "'{shown}' is not an http(s) URL: check {field} (e.g. http://127.0.0.1:8000/v1)",
+        "unreachable": "cannot reach {where}: is the server running, and is {field} right?",
+        "key_rejected": "the endpoint rejected the API key (401): check {field}",
+        "unlisted": "{where}: reachable (it does not list models)",
+        "reachable": "{where}: reachable",
+        "not_served": "model '{model}' is not served here; set {field} to one of: {shown}",
+        "served": "model '{model}' is served",
+        "structured_failed": "structured output failed: {error}",
+        "structured_ok": "structured output works with {method}",
+    },
+    "zh": {
+        "offline": "离线：未配置模型端点，评分和追问都在本地进行（{unset}）",
+        "not_url": "“{shown}”不是 http(s) 地址：请检查{field}（例如 http://127.0.0.1:8000/v1）",
+        "unreachable": "连不上 {where}：服务是否在运行？{field}是否正确？",
+        "key_rejected": "端点拒绝了这个 API key（401）：请检查{field}",
+        "unlisted": "{where}：可以连通（它不提供模型列表）",
+        "reachable": "{where}：可以连通",
+        "not_served": "这里没有模型“{model}”；请把{field}设为其中之一：{shown}",
+        "served": "模型“{model}”可用",
+        "structured_failed": "结构化输出失败：{error}",
+        "structured_ok": "结构化输出可用（{method}）",
+    },
+}
 
-def run(settings: Settings, source: Source = ENVIRONMENT) -> list[Check]:
+
+def run(settings: Settings, source: Source = ENVIRONMENT, lang: str = "en") -> list[Check]:
+    """The checks in order, each a line in ``lang``; the first failure ends them."""
+    lang = lang if lang in SAID else "en"
+    said = SAID[lang]
     endpoint = settings.endpoint
     if not endpoint.configured:
-        return [Check("endpoint", True, f"offline: no endpoint configured, so grading and follow-ups run offline ({source.unset})")]
+        return [Check("endpoint", True, said["offline"].format(unset=source.unset[lang]))]
     url = urlsplit(endpoint.base_url or "")
     if url.scheme not in ("http", "https") or not url.hostname:
-        shown = endpoint.base_url or ""
-        return [Check("url", False, f"'{shown}' is not an http(s) URL: check {source.base_url} (e.g. http://127.0.0.1:8000/v1)")]
+        return [Check("url", False, said["not_url"].format(shown=endpoint.base_url or "", field=source.base_url[lang]))]
     where = describe_endpoint(settings)
     model = endpoint.model or DEFAULT_MODEL
     checks: list[Check] = []
     try:
         served = list_models(settings)
     except EndpointUnreachable:
-        return [Check("reachable", False, f"cannot reach {where}: is the server running, and is {source.base_url} right?")]
+        return [Check("reachable", False, said["unreachable"].format(where=where, field=source.base_url[lang]))]
     except KeyRejected:
-        return [Check("reachable", False, f"the endpoint rejected the API key (401): check {source.api_key}")]
+        return [Check("reachable", False, said["key_rejected"].format(field=source.api_key[lang]))]
     except ModelsNotListed:
-        checks.append(Check("reachable", True, f"{where}: reachable (it does not list models)"))
+        checks.append(Check("reachable", True, said["unlisted"].format(where=where)))
     else:
-        checks.append(Check("reachable", True, f"{where}: reachable"))
+        checks.append(Check("reachable", True, said["reachable"].format(where=where)))
         if served and model not in served:
             shown = ", ".join(served[:8])
-            checks.append(Check("model", False, f"model '{model}' is not served here; set {source.model} to one of: {shown}"))
+            checks.append(Check("model", False, said["not_served"].format(model=model, field=source.model[lang], shown=shown)))
             return checks
-        checks.append(Check("model", True, f"model '{model}' is served"))
+        checks.append(Check("model", True, said["served"].format(model=model)))
     caller = StructuredCaller(settings)
     try:
         caller.ask(Ping, [Message("user", DOCTOR_PING)])
     except LLMError as exc:
-        checks.append(Check("structured output", False, f"structured output failed: {exc}"))
+        checks.append(Check("structured output", False, said["structured_failed"].format(error=exc)))
         return checks
-    checks.append(Check("structured output", True, f"structured output works with {caller.method}"))
+    checks.append(Check("structured output", True, said["structured_ok"].format(method=caller.method)))
     return checks

@@ -4,6 +4,7 @@ and the grade flags as a candidate reads them. The page follows the language cho
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 PageLang = Literal["zh", "en"]
@@ -41,6 +42,9 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "model_name": "模型名",
         "api_key": "API key（不会显示回来）",
         "check": "检查连接并使用",
+        "check_ok": "正常：",
+        "check_fix": "**需修正**：",
+        "switched": "本服务器上新开始的面试将使用这个模型。",
         "history": "历史记录",
         "resume_id": "要恢复的会话 id",
         "resume": "恢复",
@@ -94,6 +98,9 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "model_name": "Model",
         "api_key": "API key (never shown back)",
         "check": "Check connection and use",
+        "check_ok": "ok: ",
+        "check_fix": "**fix**: ",
+        "switched": "New interviews on this server now use this model.",
         "history": "History",
         "resume_id": "Session id to resume",
         "resume": "Resume",
@@ -150,6 +157,30 @@ FLAGS: dict[PageLang, dict[str, str]] = {
         "llm-fallback": "the model failed: graded offline",
     },
 }
+
+
+STATUS: dict[PageLang, dict[str, str]] = {
+    "zh": {"active": "进行中", "finished": "已完成"},
+    "en": {"active": "in progress", "finished": "finished"},
+}
+_PLAN_NAMES_ZH = [  # the plan labels sessions store (interview/plan.py, application/plans.py), in Chinese
+    (re.compile(r"all three rounds"), "完整三轮"),
+    (re.compile(r"round (\d+)"), r"第 \1 轮"),
+    (re.compile(r"drill (\S+)"), r"单题 \1"),
+    (re.compile(r"topic (.+)"), r"主题 \1"),
+    (re.compile(r"my weak points: (.+)"), r"复习薄弱点：\1"),
+    (re.compile(r"my weak points"), "复习薄弱点"),
+]
+
+
+def plan_name(label: str, lang: PageLang) -> str:
+    """A stored plan label as the page says it (a label of another shape is shown as it is)."""
+    if lang == "en":
+        return label
+    for pattern, name in _PLAN_NAMES_ZH:
+        if pattern.fullmatch(label):
+            return pattern.sub(name, label)
+    return label
 
 
 def page_lang(value: str | None) -> PageLang:

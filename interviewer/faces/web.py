@@ -28,7 +28,18 @@ from interviewer.application.labels import grader_line
 from interviewer.application.plans import select_plan
 from interviewer.application.turns import Playback, Step, settle, speak
 from interviewer.errors import InterviewerError
-from interviewer.faces.page_text import LANGUAGES, PLANS, WORDS, PageLang, browser_lang, choices, flag_names, page_lang
+from interviewer.faces.page_text import (
+    LANGUAGES,
+    PLANS,
+    STATUS,
+    WORDS,
+    PageLang,
+    browser_lang,
+    choices,
+    flag_names,
+    page_lang,
+    plan_name,
+)
 from interviewer.grading.grade import Grade
 from interviewer.grading.offline import limitation_note
 from interviewer.interview import report as reports
@@ -58,6 +69,7 @@ TEXT = {
         "question": "第 {n}/{total} 题",
         "start_first": "先在左侧开始一场面试。",
         "empty": "回答是空的：写点什么，或者点“跳过”。",
+        "running": "这场面试还没结束（已答 {answered} 题）。再点一次“开始面试”就开始新的一场；这一场会留在“历史”里，随时可以继续。",
         "thinking": "……",
         "grading": "评分中：评分卡片稍后出现在这里，面试照常继续。",
         "still_grading": "（还有 {n} 个回答在评分，分数随后补上。）",
@@ -74,6 +86,7 @@ TEXT = {
         "question": "question {n}/{total}",
         "start_first": "Start an interview on the left first.",
         "empty": "The answer is empty: write something, or press Skip.",
+        "running": "This interview is not over ({answered} answered). Press Start again for a new one; this one stays in History.",
         "thinking": "…",
         "grading": "Grading: the feedback card appears here when it is ready; the interview goes on.",
         "still_grading": "({n} answers are still being graded; their scores fill in when they are.)",
@@ -200,10 +213,11 @@ class Handlers:
     def badge(self) -> str:
         return f"**{grader_line(self.settings)}**"
 
-    def check_model(self, base_url: str = "", model: str = "", api_key: str = "") -> tuple[str, str, str]:
+    def check_model(self, base_url: str = "", model: str = "", api_key: str = "", lang: PageLang = "en") -> tuple[str, str, str]:
         """Check an endpoint; when every check passes, new interviews on this server use it.
 
-        Returns the result, the badge, and an empty key box: the key is never shown back."""
+        Returns the result (in the page's language), the badge, and an empty key box: the key is
+        never shown back."""
         from pydantic import SecretStr
 
         from interviewer.faces.doctor import ENVIRONMENT, FORM, run
@@ -219,11 +233,12 @@ class Handlers:
             )
             candidate = self.settings.model_copy(update={"endpoint": endpoint})
         from_environment = not typed and self.settings.endpoint.configured  # what a fix must point to
-        checks = run(candidate, ENVIRONMENT if from_environment else FORM)
-        result = "\n".join(("- ok: " if c.ok else "- **fix**: ") + c.message for c in checks)
+        checks = run(candidate, ENVIRONMENT if from_environment else FORM, lang)
+        w = WORDS[lang]
+        result = "\n".join("- " + (w["check_ok"] if c.ok else w["check_fix"]) + c.message for c in checks)
         if candidate is not self.settings and all(c.ok for c in checks):
             self.services = Services(candidate, store=self.services.store)
-            result += "\n\nNew interviews on this server now use this model."
+            result += "\n\n" + w["switched"]
         return result, self.badge, ""
 
     def _state(self, session_id: str) -> SessionState:
@@ -244,6 +259,23 @@ class Handlers:
         )
         return self.view(state)
 
+    def left_behind(self, session_id: str) -> SessionState | None:
+        """The interview a Start would leave behind: one on screen that has answers and is not over.
+        One with no answers yet is deleted instead (it holds nothing of the candidate's, and each
+        Start left another "active" row in the history)."""
+        if not session_id:
+            return None
+        try:
+            state = self.engine.state(session_id)
+        except InterviewerError:
+            return None
+        if state.prompt.kind == "end":
+            return None
+        if not state.turns:
+            self.services.store.delete_session(session_id)
+            return None
+        return state
+
     def resume(self, session_id: str) -> View:
         """Come back to a session: the time away does not count against the round."""
         if not session_id.strip():
@@ -251,9 +283,13 @@ class Handlers:
         state = self.engine.resume(session_id.strip(), grade=False, leave=self._live_turns())
         for turn in state.grading:  # after a restart: what was left pending is graded again, once
             self.worker.submit(turn.id)
-        last = state.last_answered()  # in practice, the last card is back after a reload
-        card = last.grade if state.mode == "practice" and last is not None and last.kind == "answer" else None
-        return self.view(state, latest=card)
+        return self.view(state, latest=self._last_card(state))  # in practice, the last card is back after a reload
+
+    @staticmethod
+    def _last_card(state: SessionState) -> Grade | None:
+        """Practice mode's card for the last answer, to show again when the page is drawn anew."""
+        last = state.last_answered()
+        return last.grade if state.mode == "practice" and last is not None and last.kind == "answer" else None
 
     # A move carries ``at``, the position of the view it was made on (a tab's own, kept by the page),
     # so a second tab or a double click cannot answer a prompt it never showed (StaleMove).
@@ -282,7 +318,7 @@ class Handlers:
 
     def refused(self, state: SessionState, notice: str) -> View:
         """The session as it stands, the reason on one line under the answer box, the draft kept."""
-        return replace(self.view(state), notice=notice, keep_draft=True)
+        return replace(self.view(state, latest=self._last_card(state)), notice=notice, keep_draft=True)
 
     def _grade_soon(self, committed: Committed) -> None:
         """A model grade starts with the commit, not when the turn's event gets its thread: under load
@@ -494,10 +530,12 @@ def launch(demo: gr.Blocks, **options: Any) -> None:
     first in its head (see ``page_script``), and enough threads for candidates waiting on a model."""
     from starlette.middleware import Middleware
 
+    from interviewer.faces import look
     from interviewer.faces.page_script import PageScript
 
+    middleware = {"middleware": [Middleware(PageScript)]}
     demo.launch(
-        max_threads=MAX_THREADS, app_kwargs={"middleware": [Middleware(PageScript)]}, quiet=True, prevent_thread_lock=True, **options
+        max_threads=MAX_THREADS, app_kwargs=middleware, theme=look.theme(), css=look.CSS, quiet=True, prevent_thread_lock=True, **options
     )
     # Gradio's own start-up lines advise `share=True` in code, which would open a public link with no
     # login; the product's lines name the address and the command that shares behind a login
@@ -533,17 +571,10 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 model_key = gr.Textbox(label=w["api_key"], type="password")
                 check = gr.Button(w["check"])
                 check_result = gr.Markdown()
-            with gr.Accordion(w["history"], open=False) as history_panel:
-                history = gr.Dataframe(headers=HISTORY_COLUMNS["en"], interactive=False, wrap=True)
-                resume_id = gr.Textbox(label=w["resume_id"])
-                resume = gr.Button(w["resume"])
-                chart = gr.LinePlot(x="started", y="overall", title=w["overall_chart"], y_lim=[0, 10], height=220)
-                topic_chart = gr.LinePlot(x="started", y="score", color="topic", title=w["topic_chart"], y_lim=[0, 10], height=260)
-                weakest = gr.Dataframe(headers=["topic", "mean score", "questions"], interactive=False, label=w["weakest"])
-        progress = gr.Markdown(handlers.badge)
+        progress = gr.Markdown(handlers.badge, elem_id="progress")  # pinned to the top: the clock stays in sight
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=360):  # the conversation
-                chat = gr.Chatbot([welcome("en")], height=480, label=w["chat"], latex_delimiters=[])
+                chat = gr.Chatbot([welcome("en")], height="58vh", min_height=360, label=w["chat"], latex_delimiters=[])
                 answer = gr.Textbox(lines=6, label=w["answer"], placeholder=w["placeholder"])
                 code = gr.Code(language="cpp", label=w["code"], visible=False, lines=14)
                 notice = gr.Markdown("", elem_classes="notice")
@@ -555,11 +586,24 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                     retry = gr.Button(w["retry"], visible=False)
                     proceed = gr.Button(w["proceed"], visible=False)
             with gr.Column(scale=2, min_width=320):  # beside it (below it on a phone): the feedback card
-                feedback = gr.Markdown(latex_delimiters=[])
+                feedback = gr.Markdown(latex_delimiters=[], elem_id="card")
         report_box = gr.Markdown(latex_delimiters=[])  # the whole width, at the end
         with gr.Row():
             download = gr.DownloadButton(w["download"], visible=False)
             download_pdf = gr.DownloadButton(w["download_pdf"], visible=False)
+        # past sessions and progress: the page's whole width (in the sidebar the table showed two of
+        # its eight columns and the topic chart's legend was cut off)
+        with gr.Accordion(w["history"], open=False, elem_id="history") as history_panel:
+            history = gr.Dataframe(headers=HISTORY_COLUMNS["en"], interactive=False, wrap=True)
+            with gr.Row(equal_height=True):
+                resume_id = gr.Textbox(label=w["resume_id"], scale=3)
+                resume = gr.Button(w["resume"], scale=1)
+            with gr.Row(equal_height=False):
+                chart = gr.LinePlot(x="started", y="overall", title=w["overall_chart"], y_lim=[0, 10], height=260, x_axis_format=TIME_AXIS)
+                topic_chart = gr.LinePlot(
+                    x="started", y="score", color="topic", title=w["topic_chart"], y_lim=[0, 10], height=260, x_axis_format=TIME_AXIS
+                )
+            weakest = gr.Dataframe(headers=["topic", "mean score", "questions"], interactive=False, label=w["weakest"])
 
         outputs = [
             session_id,
@@ -699,12 +743,32 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         lang.change(relabel, [lang, session_id], labelled, api_visibility="undocumented", queue=False, **quiet)
         plan.change(drill_pickers, [plan], [question, topic], api_visibility="undocumented", queue=False, **quiet)
 
-        def out_of_the_way(saved: str) -> Any:
-            """Once an interview runs, the sidebar closes (on a phone it would cover the question)."""
-            return gr.update(open=False) if saved else gr.skip()
+        def out_of_the_way(saved: str, warned_about: str) -> Any:
+            """Once an interview runs, the sidebar closes (on a phone it would cover the question);
+            it stays open after a warning, for the second Start."""
+            return gr.update(open=False) if saved and not warned_about else gr.skip()
 
-        start.click(guarded(handlers.start), [plan, question, topic, mode, lang], outputs, api_name="start").success(
-            out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
+        keep_choices = [outputs.index(lang), outputs.index(mode)]  # what the candidate just picked for the next one
+
+        def start_or_warn(*args: Any) -> Iterator[tuple[Any, ...]]:
+            """Start, unless an interview with answers is still running on this page: the first
+            Start says so (it stays in History), the second one starts the new interview."""
+            *choices_, saved, warned_about = args
+            running = handlers.left_behind(saved)
+            if running is not None and warned_about != saved:
+                notice = TEXT[page_lang(choices_[-1])]["running"].format(answered=sum(t.kind == "answer" for t in running.turns))
+                gr.Warning(notice)
+                shown = list(show(handlers.refused(running, notice)))
+                for index in keep_choices:
+                    shown[index] = gr.skip()
+                yield (*shown, saved)
+                return
+            for shown_ in guarded(handlers.start)(*choices_):
+                yield (*shown_, "")
+
+        warned = gr.State("")  # the session this page last warned a Start would leave
+        start.click(start_or_warn, [plan, question, topic, mode, lang, session_id, warned], [*outputs, warned], api_name="start").success(
+            out_of_the_way, [session_id, warned], [sidebar], api_visibility="undocumented", queue=False
         ).then(refresh_history, [lang], [history, chart, topic_chart, weakest], api_visibility="undocumented")
         # the answer is stored by a plain request (no queue to lose it in); the turn then streams in
         # an event with no concurrency limit: its work is waiting on the model, not on this machine.
@@ -724,7 +788,11 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
         )
         gr.Timer(15).tick(handlers.clock, [session_id], progress, api_visibility="undocumented", queue=False)
-        check.click(handlers.check_model, [model_url, model_name, model_key], [check_result, progress, model_key], api_name="check_model")
+
+        def check_model(base_url: str, model: str, api_key: str, chosen: str) -> tuple[str, str, str]:
+            return handlers.check_model(base_url, model, api_key, page_lang(chosen))
+
+        check.click(check_model, [model_url, model_name, model_key, lang], [check_result, progress, model_key], api_name="check_model")
 
         def on_load(saved: str, request: gr.Request) -> tuple[Any, ...]:
             first_visit = [gr.skip()] * len(outputs)
@@ -757,6 +825,7 @@ def welcome(lang: PageLang) -> Any:
     return {"role": "assistant", "content": WORDS[lang]["welcome"]}
 
 
+TIME_AXIS = "%m-%d %H:%M"  # a 24-hour clock: Vega-Lite's default axis read "03 PM" as "03"
 HISTORY_COLUMNS = {
     "zh": ["开始于", "计划", "模式", "语言", "已答", "总分", "状态", "会话 id"],
     "en": ["started", "plan", "mode", "language", "answered", "overall", "status", "session id"],
@@ -769,8 +838,9 @@ def history_frames(history: History, lang: PageLang = "en") -> tuple[Any, Any, A
     import pandas as pd
 
     rows = [
-        [r.started.strftime("%m-%d %H:%M"), r.plan, r.mode, r.lang, f"{r.answered}/{r.questions}",
-         "—" if r.overall is None else r.overall, r.status, r.id]
+        [r.started.strftime("%m-%d %H:%M"), plan_name(r.plan, lang), WORDS[lang].get(f"{r.mode}_short", r.mode),
+         dict((v, k) for k, v in LANGUAGES).get(r.lang, r.lang), f"{r.answered}/{r.questions}",
+         "—" if r.overall is None else r.overall, STATUS[lang].get(r.status, r.status), r.id]
         for r in history.rows()
     ]  # fmt: skip
     table = pd.DataFrame(rows, columns=HISTORY_COLUMNS[lang])

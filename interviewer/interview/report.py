@@ -189,8 +189,13 @@ def criteria_markdown(grade: Grade, lang: str, already_said: str = "") -> list[s
         if c.score < c.max_score and c.missing and c.missing[-1] not in already_said:
             lines.append(f"  - {t['missed']}: {c.missing[-1]}")
     if grade.passages:
-        lines.append(f"- {t['read']}: " + ", ".join(f"`{p.source}`" for p in grade.passages[:4]))
+        # by title (what a reader looks for), the passage's address after it for `interviewer search`
+        lines.append(f"- {t['read']}: " + "; ".join(_cited(p.title, p.source) for p in grade.passages[:4]))
     return lines
+
+
+def _cited(title: str, source: str) -> str:
+    return f"{verbatim.escape_markdown(title)} (`{source}`)" if title and title != source else f"`{source}`"
 
 
 def radar_svg(topics: list[tuple[str, float]], size: int = 360, margin: int = 190) -> str:
