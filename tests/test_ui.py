@@ -138,9 +138,14 @@ def test_history_charts_scores_and_ranks_weak_topics(handlers: Handlers) -> None
     assert {"started", "topic", "score"} <= set(topics.columns) and "data-parallel" in set(topics["topic"])
     skipped = handlers.start("question", "q05", None, "interview", "zh")
     handlers.skip(skipped.session_id)
-    *_, weakest = history_frames(handlers.history())
+    *_, topics, ranked = history_frames(handlers.history())
+    weakest = ranked.values.tolist()
     assert weakest[0][1] == 0.0 and weakest[0][0] in handlers.services.bank.get("q05").topics
     assert [row[1] for row in weakest] == sorted(row[1] for row in weakest)
+    assert set(topics["topic"]) == {row[0] for row in weakest[:5]}  # the chart draws the five weakest
+    table, _frame, _topics, ranked_zh = history_frames(handlers.history(), "zh")
+    assert list(ranked_zh.columns) == ["主题", "平均分", "题数"] and table.values.tolist()[0][1:4] == ["单题 q05", "面试", "中文"]
+    assert table.values.tolist()[1][1] == "第 1 轮" and [row[6] for row in table.values.tolist()] == ["已完成", "进行中"]
 
 
 def test_the_rounds_clock_keeps_running_between_events(handlers: Handlers) -> None:

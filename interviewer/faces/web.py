@@ -598,12 +598,15 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             with gr.Row(equal_height=True):
                 resume_id = gr.Textbox(label=w["resume_id"], scale=3)
                 resume = gr.Button(w["resume"], scale=1)
+            axes = {"x_title": w["axis_started"], "y_lim": [0, 10], "height": 260, "x_axis_format": TIME_AXIS}
             with gr.Row(equal_height=False):
-                chart = gr.LinePlot(x="started", y="overall", title=w["overall_chart"], y_lim=[0, 10], height=260, x_axis_format=TIME_AXIS)
-                topic_chart = gr.LinePlot(
-                    x="started", y="score", color="topic", title=w["topic_chart"], y_lim=[0, 10], height=260, x_axis_format=TIME_AXIS
-                )
-            weakest = gr.Dataframe(headers=["topic", "mean score", "questions"], interactive=False, label=w["weakest"])
+                chart = gr.LinePlot(x="started", y="overall", title=w["overall_chart"], y_title=w["axis_overall"], **axes)
+                weakest = gr.Dataframe(headers=WEAKEST_COLUMNS["en"], interactive=False, label=w["weakest"])
+            # the weakest few only, across the width: a line and a legend entry for each of twenty
+            # topics was unreadable, and the legend (one row, under the chart) was cut off
+            topic_chart = gr.LinePlot(
+                x="started", y="score", color="topic", title=w["topic_chart"], y_title=w["axis_score"], color_title=w["axis_topic"], **axes
+            )
 
         outputs = [
             session_id,
@@ -726,8 +729,8 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 gr.update(label=w["history"]),
                 gr.update(label=w["resume_id"]),
                 w["resume"],
-                gr.update(title=w["overall_chart"]),
-                gr.update(title=w["topic_chart"]),
+                gr.update(title=w["overall_chart"], x_title=w["axis_started"], y_title=w["axis_overall"]),
+                gr.update(title=w["topic_chart"], x_title=w["axis_started"], y_title=w["axis_score"], color_title=w["axis_topic"]),
                 gr.update(label=w["weakest"]),
                 gr.update(label=w["chat"], value=[welcome(lang_)]) if idle else gr.update(label=w["chat"]),
                 gr.update(label=w["answer"], placeholder=w["placeholder"]),
@@ -740,7 +743,9 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             return gr.update(visible=chosen == "question"), gr.update(visible=chosen == "topic")
 
         quiet: dict[str, Any] = {"show_progress": "hidden"}
-        lang.change(relabel, [lang, session_id], labelled, api_visibility="undocumented", queue=False, **quiet)
+        lang.change(relabel, [lang, session_id], labelled, api_visibility="undocumented", queue=False, **quiet).then(
+            refresh_history, [lang], [history, chart, topic_chart, weakest], api_visibility="undocumented", **quiet
+        )
         plan.change(drill_pickers, [plan], [question, topic], api_visibility="undocumented", queue=False, **quiet)
 
         def out_of_the_way(saved: str, warned_about: str) -> Any:
@@ -825,6 +830,8 @@ def welcome(lang: PageLang) -> Any:
     return {"role": "assistant", "content": WORDS[lang]["welcome"]}
 
 
+CHARTED_TOPICS = 5
+WEAKEST_COLUMNS = {"zh": ["主题", "平均分", "题数"], "en": ["topic", "mean score", "questions"]}
 TIME_AXIS = "%m-%d %H:%M"  # a 24-hour clock: Vega-Lite's default axis read "03 PM" as "03"
 HISTORY_COLUMNS = {
     "zh": ["开始于", "计划", "模式", "语言", "已答", "总分", "状态", "会话 id"],
@@ -833,8 +840,9 @@ HISTORY_COLUMNS = {
 
 
 def history_frames(history: History, lang: PageLang = "en") -> tuple[Any, Any, Any, Any]:
-    """The history as the sidebar shows it: the table (the date first; the id, which a click on the
-    row resumes, last), the two charts' frames, the weakest topics."""
+    """The history as the page shows it, in its language: the table (the date first; the id, which
+    a click on the row resumes, last), the overall chart's frame, the weakest topics' over time (the
+    five weakest), and the weakest topics ranked."""
     import pandas as pd
 
     rows = [
@@ -847,7 +855,9 @@ def history_frames(history: History, lang: PageLang = "en") -> tuple[Any, Any, A
     overall = pd.DataFrame(history.overall_over_time(), columns=["started", "overall", "plan"])
     topics = pd.DataFrame(history.topic_history(), columns=["session_id", "started", "topic", "score"])
     topics["started"] = pd.to_datetime(topics["started"])
-    weakest = [list(row) for row in history.weakest_topics()]
+    ranked = history.weakest_topics()
+    topics = topics[topics["topic"].isin([topic for topic, _mean, _n in ranked[:CHARTED_TOPICS]])]
+    weakest = pd.DataFrame([list(row) for row in ranked], columns=WEAKEST_COLUMNS[lang])
     return table, overall, topics, weakest
 
 
