@@ -7,6 +7,7 @@ written here, byte for byte: a change to a prompt is a change to this file and t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -48,9 +49,32 @@ LIVE_PASSAGES = 2
 DOCTOR_PING = 'Reply with the JSON object {"ok": true}.'
 
 
+def _letter(c: str) -> str:
+    """One letter of the tag in any case and in its full-width forms, invisible characters after it."""
+    wide = chr(ord(c) - ord("a") + 0xFF41)
+    return f"[{c}{c.upper()}{wide}{chr(ord(wide) - 0x20)}]{_HIDDEN}*"
+
+
+_HIDDEN = "[\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]"  # soft hyphen, zero-width and direction marks
+_GAP = f"(?:\\s|{_HIDDEN})*"
+# Anything that could read as an <answer> or </answer> tag: any case; full-width or look-alike
+# brackets and slashes; HTML, JSON or Python escapes of the bracket; spaces around the slash and
+# before the closing bracket; invisible characters anywhere; the closing bracket missing (a broken
+# tag) or not. A bracket then a space then the word ("a < answer") is prose or code, not a tag.
+_ANSWER_TAG = re.compile(
+    "(?:[<＜﹤‹〈⟨❮]|&lt;?|&#0*60;?|&#x0*3c;?|\\\\?u003c|\\\\?x3c)"
+    f"(?:{_GAP}\\\\?[/／⁄∕\\\\]{_GAP}|{_HIDDEN}*)"
+    + "".join(_letter(c) for c in "answer")
+    + f"(?:{_GAP}(?:[>＞﹥›〉⟩❯]|&gt;?|&#0*62;?|&#x0*3e;?))?",
+    re.IGNORECASE,
+)
+TAG_SHOWN_AS = "(answer tag)"
+
+
 def fence(answer: str) -> str:
-    """The answer as data: it cannot close the ``<answer>`` fence it is put in."""
-    return answer.replace("</answer>", "<\\/answer>")
+    """The answer as data: nothing in it can open or close the ``<answer>`` fence it is put in.
+    Every variant of the tag (see ``_ANSWER_TAG``) is replaced by a plain-word stand-in."""
+    return _ANSWER_TAG.sub(TAG_SHOWN_AS, answer)
 
 
 def fenced(answer: str) -> str:

@@ -505,6 +505,17 @@ def test_sessions_at_80_columns_shows_each_id_whole(tmp_path: Path) -> None:
         assert listed.exit_code == 0
         assert session_id in listed.stdout, listed.stdout
         assert max(len(line) for line in listed.stdout.splitlines()) <= int(columns)
+        assert "…" not in listed.stdout  # nothing cut short: a value that does not fit wraps
+    assert "rounds 2" in runner.invoke(app, ["sessions"], env={"COLUMNS": "80"}).stdout  # at 80, each value on one line
+
+
+def test_the_bank_at_80_columns_cuts_no_question() -> None:
+    """The bank table ended questions with "…" at 80 columns; each now wraps whole."""
+    listed = runner.invoke(app, ["bank"], env={"COLUMNS": "80"})
+    assert listed.exit_code == 0 and "…" not in listed.stdout
+    assert max(len(line) for line in listed.stdout.splitlines()) <= 80
+    cells = "".join(line.split("│")[3].strip() for line in listed.stdout.splitlines() if line.count("│") >= 5)
+    assert "ZeRO-3相比普通数据并行多了哪些通信，怎么优化？" in cells  # q02's question, every character of it
 
 
 def test_ctrl_c_at_the_answer_prompt_says_how_to_resume() -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -363,13 +364,15 @@ def sessions(
     if as_json:
         typer.echo(json.dumps([r.as_dict() for r in rows], ensure_ascii=False, indent=2))
         return
-    table = Table(title="Sessions")
+    table = Table(
+        title="Sessions", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )  # no column rules: 80 columns hold every value whole
     # `report` and `--resume` need the id whole: it never wraps or shrinks; the other columns give way
     table.add_column("id", no_wrap=True, min_width=max((len(r.id) for r in rows), default=2))
     for column in ("started", "status", "mode", "plan", "answered", "overall"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # wrapped, never cut with an ellipsis
     for r in rows:
-        table.add_row(r.id, r.as_dict()["started"], r.status, r.mode, r.plan, f"{r.answered}/{r.questions}", str(r.overall))
+        table.add_row(r.id, r.started.strftime("%m-%d %H:%M"), r.status, r.mode, r.plan, f"{r.answered}/{r.questions}", str(r.overall))
     console.print(table)
 
 

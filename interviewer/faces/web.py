@@ -748,7 +748,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         )
         plan.change(drill_pickers, [plan], [question, topic], api_visibility="undocumented", queue=False, **quiet)
 
-        def out_of_the_way(saved: str, warned_about: str) -> Any:
+        def out_of_the_way(saved: str, warned_about: str = "") -> Any:
             """Once an interview runs, the sidebar closes (on a phone it would cover the question);
             it stays open after a warning, for the second Start."""
             return gr.update(open=False) if saved and not warned_about else gr.skip()

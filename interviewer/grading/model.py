@@ -25,7 +25,7 @@ from interviewer import prompts
 from interviewer.content.rubric import Criterion, FollowUp, Lang, Question
 from interviewer.grading.grade import NOTHING_TO_GRADE, CriterionGrade, Grade, MisconceptionFound
 from interviewer.grading.offline import OfflineGrader
-from interviewer.grading.reading import Answer
+from interviewer.grading.reading import for_the_model
 from interviewer.pools import start_all
 from interviewer.provider import LLMError, Message, Reply, StructuredCaller, describe_endpoint
 from interviewer.settings import Settings
@@ -105,11 +105,9 @@ class LLMGrader:
         ]
 
     def without_steering(self, answer: str) -> str:
-        """The answer less the sentences addressed to the grader: the offline reader already
-        set them aside, and the model need not be shown them at all (the fence stays as well)."""
-        for sentence in Answer.read(answer, self.offline.segmenter).steering:
-            answer = answer.replace(sentence, "", 1)
-        return answer
+        """The answer as the model is shown it: cut where the offline reader stops reading, less
+        the sentences addressed to the grader (the reader set them aside too)."""
+        return for_the_model(answer)
 
     def _grade(self, question_text: str, criteria: list[Criterion], references: list[str], answer: str, offline: Grade) -> Grade:
         if NOTHING_TO_GRADE & set(offline.flags):

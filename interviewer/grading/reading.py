@@ -210,6 +210,26 @@ def detect_language(text: str) -> str:
     return "zh" if han * 3 >= latin and han > 0 else "en"
 
 
+def addressed_to_grader(text: str) -> list[str]:
+    """The sentences of ``text`` that speak to whoever grades it (see ``STEERING``), as written."""
+    found = []
+    for match in _SENTENCE.finditer(text):
+        stripped = match.group(0).strip()
+        if stripped and STEERING.search(stripped):
+            found.append(stripped)
+    return found
+
+
+def for_the_model(text: str, limit: int = GRADING_LIMIT) -> str:
+    """The candidate's words as a model is shown them, grader or interviewer: the first ``limit``
+    characters (what the offline reader grades; a longer paste is flagged ``truncated``), less the
+    sentences addressed to the grader. The fence around them (``prompts.fence``) stays as well."""
+    body = text[:limit]
+    for sentence in addressed_to_grader(body):
+        body = body.replace(sentence, "", 1)
+    return body
+
+
 @dataclass
 class Answer:
     """An answer prepared for grading."""

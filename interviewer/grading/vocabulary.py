@@ -43,8 +43,28 @@ STEERING = re.compile(
     r"|\bas\s+an?\s+(ai|llm|language\s+model)\b[^.\n]{0,20}\b(grader|evaluator|judge)"
     r"|\[/?inst\]|<\|?/?(system|im_start|im_end|assistant)\|?>|\"(score|grade)\"\s*:\s*\d"
     r"|评分(系统|者|员|模型|程序|老师)|(应|应该|请|直接|必须)(给|打|得|给出|评|判)[^，。,.]{0,6}(10|十|满|最高)\s*分"
-    r"|(忘掉|忘记|无视|不要管|不用管|跳过)[^，。,.]{0,12}(评分|标准|规则|指令|要求|rubric)",
-    re.IGNORECASE,
+    r"|(忘掉|忘记|无视|不要管|不用管|跳过)[^，。,.]{0,12}(评分|标准|规则|指令|要求|rubric)"
+    # the same, said politely or sideways: asking for marks, praising the answer to its grader
+    r"|\b(give|award|assign|grant)\s+(it|this|me|us|the\s+candidate|him|her)\s+(a\s+)?"
+    r"(10|ten|100|full|perfect|maximum|max|top|highest)"
+    r"(\s*/\s*10|\s+(marks?|scores?|points|grades?|credit|ratings?|levels?|out\s+of)\b|\s*[.!]|\s*$)"
+    r"|\b(please|kindly|would\s+you|could\s+you|i\s+would\s+appreciate)\b[^.\n]{0,50}"
+    r"\b(full|maximum|max|highest|top|perfect|high|good)\s+(marks?|scores?|points|grades?|credit|ratings?|levels?)\b"
+    r"|\b(full|maximum|max|highest|top|perfect)\s+(marks?|scores?|points|levels?|credit)\s+(on|for|in|across)\s+(every|each|all)\b"
+    r"|\b(this|my|the\s+above)\s+(answer|response|reply|submission)\s+is\s+(perfect|flawless|excellent|outstanding|"
+    r"complete\s+and\s+correct|fully\s+correct)\b"
+    r"|\b(scored?|rated?|graded?|marked?)\s+(as\s+|at\s+)?10\s*/\s*10\b|\b(3|three)\s*/\s*3\s+(on|for|in)\s+(every|each|all)\b"
+    r"|\b(ignore|disregard|forget|override|bypass)\s+(all\s+|any\s+)?(previous|prior|above|earlier|preceding|the\s+system)\b"
+    r"|\b(new|updated|revised|real)\s+(system\s+)?(instructions?|prompt|rules)\s*[:：]"
+    r"|^\s*#{1,6}\s*(system|instructions?|assistant|grader)\b|```\s*(system|instructions?|prompt|grader)\b"
+    r"|<\s*/?\s*(system|instructions?|rubric|grader|prompt|user)\s*>|<<\s*/?\s*sys\s*>>"
+    r"|\"(overall|level|criteria|scores|points|final_score)\"\s*:\s*[\[{\"]?\s*\d"
+    r"|(请|麻烦|希望|恳请|务必|拜托|还请)[^。！？!?\n]{0,20}(高分|满分|最高分|最高档|最高等级|高一点的分|分数高一点|手下留情|高抬贵手)"
+    r"|高抬贵手|手下留情|给个高分|打个高分|(给|打)(我|它|这个回答)?(一个)?高分"
+    r"|(这个|本|我的|以上)(回答|答案)[^。！？!?\n]{0,8}(完美|无懈可击|值得满分|应得满分|完全正确，?(应|请))"
+    r"|每(一)?(个|项|条)(评分)?(标准|维度|criterion|指标)[^。！？!?\n]{0,10}(满分|最高|3\s*分)"
+    r"|(系统|评分|新的?)\s*(提示|指令|指示)\s*[:：]|(之前|以上|上面)(的)?(所有)?(指令|提示|要求)(都)?(作废|无效|不算)",
+    re.IGNORECASE | re.MULTILINE,
 )
 NO_KNOWLEDGE = re.compile(
     r"^\W*(我)?(真的)?(不知道|不清楚|不会|不了解|不太了解|没了解过|没接触过|不懂|不记得了?|答不上来|跳过|pass)"

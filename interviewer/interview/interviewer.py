@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from interviewer import prompts
+from interviewer.grading.reading import for_the_model
 from interviewer.content.rubric import Lang
 from interviewer.interview.engine import Options
 from interviewer.interview.followups import Decision, OwnFollowUp
@@ -121,7 +122,16 @@ class LLMInterviewer:
             Message("system", prompts.live_system(lang)),
             Message(
                 "user",
-                prompts.live_user(options.question, asked, options.allowed, options.open_targets, earlier, answer, self.passages, lang),
+                prompts.live_user(
+                    options.question,
+                    asked,
+                    options.allowed,
+                    options.open_targets,
+                    [for_the_model(text) for text in earlier],  # cut, and nothing addressed to the grader, as the grader is sent
+                    for_the_model(answer),
+                    self.passages,
+                    lang,
+                ),
             ),
         ]
 
