@@ -598,7 +598,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             with gr.Row(equal_height=True):
                 resume_id = gr.Textbox(label=w["resume_id"], scale=3)
                 resume = gr.Button(w["resume"], scale=1)
-            axes = {"x_title": w["axis_started"], "y_lim": [0, 10], "height": 260, "x_axis_format": TIME_AXIS}
+            axes: dict[str, Any] = {"x_title": w["axis_started"], "y_lim": [0, 10], "height": 260, "x_axis_format": TIME_AXIS}
             with gr.Row(equal_height=False):
                 chart = gr.LinePlot(x="started", y="overall", title=w["overall_chart"], y_title=w["axis_overall"], **axes)
                 weakest = gr.Dataframe(headers=WEAKEST_COLUMNS["en"], interactive=False, label=w["weakest"])

@@ -13,7 +13,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from interviewer.grading.vocabulary import CONTRAST, NEGATION, NO_KNOWLEDGE, NOT_NEGATIONS, QUANTITY, RELATION, STEERING, SUPPOSITION
+from interviewer.grading.vocabulary import (
+    CONTRAST,
+    NEGATION,
+    NO_KNOWLEDGE,
+    NOT_NEGATIONS,
+    QUANTITY,
+    RELATION,
+    ROLE_BLOCK,
+    STEERING,
+    SUPPOSITION,
+)
 from interviewer.retrieval.segment import CLAIM_WORDS, STOPWORDS, TERM_PREFIX, Segmenter, normalise
 
 GRADING_LIMIT = 20_000  # characters read; a longer paste is graded on its beginning and flagged
@@ -210,10 +220,20 @@ def detect_language(text: str) -> str:
     return "zh" if han * 3 >= latin and han > 0 else "en"
 
 
+def _without_role_blocks(text: str) -> tuple[str, list[str]]:
+    """``text`` with each role block (``ROLE_BLOCK``) blanked out, spaces for its characters so
+    that offsets into the text still hold, and the blocks as written."""
+    blocks = [m.group(0) for m in ROLE_BLOCK.finditer(text)]
+    blanked = ROLE_BLOCK.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    return blanked, [b.strip() for b in blocks if b.strip()]
+
+
 def addressed_to_grader(text: str) -> list[str]:
-    """The sentences of ``text`` that speak to whoever grades it (see ``STEERING``), as written."""
-    found = []
-    for match in _SENTENCE.finditer(text):
+    """What in ``text`` speaks to whoever grades it, as written: role blocks (a system header and
+    its lines, a system code block, a role tag and what it encloses), then each sentence that
+    ``STEERING`` finds in the rest."""
+    rest, found = _without_role_blocks(text)
+    for match in _SENTENCE.finditer(rest):
         stripped = match.group(0).strip()
         if stripped and STEERING.search(stripped):
             found.append(stripped)
@@ -251,6 +271,7 @@ class Answer:
         if not body.strip():
             answer.flags.append("empty")
             return answer
+        body, answer.steering = _without_role_blocks(body)
         for match in _SENTENCE.finditer(body):
             raw = match.group(0)
             stripped = raw.strip()

@@ -30,7 +30,7 @@ STEERING = re.compile(
     r"|full\s+marks|perfect\s+score|give\s+(me|this\s+answer|this)\s+(a\s+)?(10|ten|100)"
     r"|\b(system|assistant|grader)\s*[:：]"
     r"|\bscore\s*[=:：]\s*\d"
-    r"|you\s+are\s+(now\s+)?(a|the)\s+(grader|judge|evaluator)"
+    r"|you\s+are\s+(now\s+)?(a|an|the)\s+([\w-]+\s+){0,2}(grader|judge|evaluator|marker|assessor)"
     r"|忽略.{0,12}(评分|规则|标准|指令|以上|之前|rubric)|给(我|这个回答|本回答)?(打)?满分|满分\s*10|打\s*10\s*分|评分\s*[=:：]\s*\d"
     r"|你(现在)?是(评分|打分)"
     # asking for a score for this answer, or telling someone it deserves one
@@ -54,10 +54,12 @@ STEERING = re.compile(
     r"|\b(this|my|the\s+above)\s+(answer|response|reply|submission)\s+is\s+(perfect|flawless|excellent|outstanding|"
     r"complete\s+and\s+correct|fully\s+correct)\b"
     r"|\b(scored?|rated?|graded?|marked?)\s+(as\s+|at\s+)?10\s*/\s*10\b|\b(3|three)\s*/\s*3\s+(on|for|in)\s+(every|each|all)\b"
-    r"|\b(ignore|disregard|forget|override|bypass)\s+(all\s+|any\s+)?(previous|prior|above|earlier|preceding|the\s+system)\b"
+    r"|\b(ignore|disregard|forget|override|bypass)\s+(all\s+|any\s+|the\s+)*(previous|prior|above|earlier|preceding|system)\b"
     r"|\b(new|updated|revised|real)\s+(system\s+)?(instructions?|prompt|rules)\s*[:：]"
     r"|^\s*#{1,6}\s*(system|instructions?|assistant|grader)\b|```\s*(system|instructions?|prompt|grader)\b"
-    r"|<\s*/?\s*(system|instructions?|rubric|grader|prompt|user)\s*>|<<\s*/?\s*sys\s*>>"
+    r"|<\s*/?\s*(system|instructions?|rubric|grader|prompt|user|answer)\s*>|<<\s*/?\s*sys\s*>>|[＜<]\s*[/／]\s*answer"
+    r"|\b(the\s+)?(grader|model|evaluator|judge|marker|assessor)\s+(must|should|shall|will|has\s+to)\s+(now\s+)?"
+    r"(give|award|assign|output|score|rate|grade|mark)\b"
     r"|\"(overall|level|criteria|scores|points|final_score)\"\s*:\s*[\[{\"]?\s*\d"
     r"|(请|麻烦|希望|恳请|务必|拜托|还请)[^。！？!?\n]{0,20}(高分|满分|最高分|最高档|最高等级|高一点的分|分数高一点|手下留情|高抬贵手)"
     r"|高抬贵手|手下留情|给个高分|打个高分|(给|打)(我|它|这个回答)?(一个)?高分"
@@ -65,6 +67,17 @@ STEERING = re.compile(
     r"|每(一)?(个|项|条)(评分)?(标准|维度|criterion|指标)[^。！？!?\n]{0,10}(满分|最高|3\s*分)"
     r"|(系统|评分|新的?)\s*(提示|指令|指示)\s*[:：]|(之前|以上|上面)(的)?(所有)?(指令|提示|要求)(都)?(作废|无效|不算)",
     re.IGNORECASE | re.MULTILINE,
+)
+# A block that plays a role in a chat prompt (a system header and the lines under it, a system code
+# block, a role tag and what it encloses): the whole block is addressed to the grader, not only its
+# first sentence. An unclosed block runs to the end of the answer.
+ROLE_BLOCK = re.compile(
+    r"^[ \t]*#{1,6}[ \t]*(system|instructions?|assistant|grader)\b.*?(?=\n[ \t]*\n|\Z)"
+    r"|```[ \t]*(system|instructions?|prompt|grader)\b.*?(```|\Z)"
+    r"|<[ \t]*(system|instructions?|rubric|grader|prompt)[ \t]*>.*?(<[ \t]*/[ \t]*(system|instructions?|rubric|grader|prompt)[ \t]*>|\Z)"
+    r"|<\|im_start\|>[ \t]*(system|assistant).*?(<\|im_end\|>|\Z)"
+    r"|\[INST\].*?(\[/INST\]|\Z)|<<[ \t]*SYS[ \t]*>>.*?(<<[ \t]*/[ \t]*SYS[ \t]*>>|\Z)",
+    re.IGNORECASE | re.MULTILINE | re.DOTALL,
 )
 NO_KNOWLEDGE = re.compile(
     r"^\W*(我)?(真的)?(不知道|不清楚|不会|不了解|不太了解|没了解过|没接触过|不懂|不记得了?|答不上来|跳过|pass)"

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from interviewer import prompts
-from interviewer.grading.reading import for_the_model
 from interviewer.content.rubric import Lang
+from interviewer.grading.reading import for_the_model
 from interviewer.interview.engine import Options
 from interviewer.interview.followups import Decision, OwnFollowUp
 from interviewer.provider import Message, TextStreamer
