@@ -105,6 +105,16 @@ class LLMSettings(BaseModel):
     grading_workers: int = Field(
         default=64, ge=1, le=256, description="Answers graded at once in the background (model calls wait on the network)."
     )
+    price_input_per_mtok: float | None = Field(
+        default=None, ge=0, description="Price of a million input tokens, for the report's cost line (none: tokens only)."
+    )
+    price_output_per_mtok: float | None = Field(default=None, ge=0, description="Price of a million output tokens.")
+
+    @property
+    def prices(self) -> tuple[float, float] | None:
+        if self.price_input_per_mtok is None and self.price_output_per_mtok is None:
+            return None
+        return (self.price_input_per_mtok or 0.0, self.price_output_per_mtok or 0.0)
 
 
 class InterviewSettings(BaseModel):

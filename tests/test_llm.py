@@ -227,10 +227,17 @@ def test_doctor_reports_each_check_in_one_line(server: tuple[str, Recorded], mon
     monkeypatch.setenv("OPENAI_BASE_URL", base_url)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("INTERVIEWER_MODEL", "test-model")
-    recorded.script = [{"content": '{"ok": true}'}]
+    recorded.script = [
+        {"content": '{"ok": true}'},
+        {"content": '{"ok": true}'},
+        {"tool_arguments": '{"ok": true}'},
+        {"content": '{"ok": true}'},
+    ]
+    recorded.streams = [{"stream": ["ok"]}]
     healthy = runner.invoke(app, ["doctor"])
     assert healthy.exit_code == 0, healthy.output
     assert "reachable" in healthy.stdout and "structured output works with json_schema" in healthy.stdout
+    assert "supports: json_schema, tools, json_mode" in healthy.stdout and "STRUCTURED_OUTPUT=json_schema" in healthy.stdout
 
     monkeypatch.setenv("INTERVIEWER_MODEL", "no-such-model")
     wrong = runner.invoke(app, ["doctor"])
@@ -671,3 +678,54 @@ def test_an_answer_over_the_limit_is_cut_before_it_is_sent(services: Services, s
         user = request["body"]["messages"][-1]["content"]
         assert GRADING_LIMIT <= len(user[user.rindex("<answer>") :]) < GRADING_LIMIT + 100
     assert "truncated" in result.flags
+
+
+def test_the_report_counts_the_model_grades_tokens_and_their_cost(services: Services, server: tuple[str, Recorded], tmp_path: Any) -> None:
+    """Tokens of every model grade (the fake endpoint says 120 in, 30 out), and the cost at the
+    configured prices; offline grades cost nothing and a report without a model grade says nothing."""
+    from interviewer.interview import report as reports
+    from interviewer.interview.engine import Engine
+    from interviewer.interview.plan import make_plan
+    from interviewer.interview.store import Store
+
+    base_url, recorded = server
+    recorded.script = [{"content": GOOD_REPLY}, {"content": GOOD_REPLY}]
+    engine = Engine(Store(tmp_path / "s.db").open(), services.bank, make(services, base_url, structured_output="json_schema"))
+    state = engine.start(make_plan(services.bank, "question", "q02"), lang="en", max_followups=1)
+    engine.submit(state.id, ANSWER)
+    engine.submit(state.id, "ZeRO-3 all-gathers each layer's parameters before use and frees them after.")
+    built = reports.build(engine.state(state.id), prices=(2.5, 10.0))
+    assert built.usage == reports.ModelUsage(grades=2, input_tokens=240, output_tokens=60)
+    line = "Model grades: 2, 240 input tokens and 60 output tokens (120 input a grade); about 0.00 at 2.5 and 10.0 per million"
+    assert line in reports.markdown(built) and line in reports.to_html(built)
+    assert reports.build(engine.state(state.id)).usage == built.usage and "about" not in reports.markdown(
+        reports.build(engine.state(state.id))
+    )
+    offline = Engine(Store(tmp_path / "o.db").open(), services.bank, services.offline_grader)
+    plain = offline.start(make_plan(services.bank, "question", "q02"), lang="en")
+    offline.submit(plain.id, ANSWER)
+    assert reports.build(offline.state(plain.id), prices=(2.5, 10.0)).usage is None
+    assert "Model grades" not in reports.markdown(reports.build(offline.state(plain.id), prices=(2.5, 10.0)))
+
+
+def test_doctor_says_what_the_endpoint_supports_and_what_to_set(server: tuple[str, Recorded]) -> None:
+    """json_schema and tools answered, json_mode refused (400), a stream: the line names the first
+    method the grader would use, and each probe is one request the server saw in that form."""
+    from interviewer.faces.doctor import capabilities
+
+    base_url, recorded = server
+    recorded.script = [{"content": '{"ok": true}'}, {"tool_arguments": '{"ok": true}'}, {"status": 400, "error": "response_format"}]
+    recorded.streams = [{"stream": ["ok"]}]
+    checks = capabilities(Settings(endpoint=EndpointSettings(base_url=base_url, api_key=SECRET, model="test-model")))
+    assert [c.message for c in checks] == [
+        "the endpoint supports: json_schema, tools; not: json_mode",
+        "set INTERVIEWER_LLM__STRUCTURED_OUTPUT=json_schema (the grader's first choice it supports; auto finds it once per process)",
+        "streaming works: the live interviewer's words appear as they are written",
+    ]
+    bodies = [r["body"] for r in recorded.chat_requests()]
+    assert bodies[0]["response_format"]["type"] == "json_schema" and "tools" in bodies[1]
+    assert bodies[2]["response_format"]["type"] == "json_object" and bodies[3]["stream"] is True
+    recorded.script = [{"status": 400}] * 3
+    recorded.streams = [{"status": 500}]
+    refused = capabilities(Settings(endpoint=EndpointSettings(base_url=base_url, api_key=SECRET, model="test-model")), "zh")
+    assert [c.ok for c in refused] == [False, False, False] and "json_schema、tools 或 json_mode" in refused[1].message

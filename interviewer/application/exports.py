@@ -12,10 +12,12 @@ from interviewer.interview import report as reports
 from interviewer.interview.state import SessionState
 
 
-def report_files(folder: Path, state: SessionState, titles: dict[str, str] | None = None) -> tuple[reports.Report, Path, Path | None]:
+def report_files(
+    folder: Path, state: SessionState, titles: dict[str, str] | None = None, prices: tuple[float, float] | None = None
+) -> tuple[reports.Report, Path, Path | None]:
     """The built report, its HTML file and its PDF file (None when no PDF engine is installed);
-    ``titles`` name the study plan's passages (see ``report.build``)."""
-    built = reports.build(state, titles)
+    ``titles`` name the study plan's passages, ``prices`` cost its model grades (see ``report.build``)."""
+    built = reports.build(state, titles, prices)
     page = reports.to_html(built)
     html_path = folder / f"report-{state.id}.html"
     pdf_path = folder / f"report-{state.id}.pdf"

@@ -420,7 +420,7 @@ def report(
     if format_ == "pdf" and out is None:
         raise InterviewerError("a PDF needs --out FILE")
     services = _services()
-    built = reports.build(services.session_state(session_id))
+    built = reports.build(services.session_state(session_id), services.titles, services.settings.llm.prices)
     if format_ == "pdf":
         assert out is not None
         out.write_bytes(reports.to_pdf(built))
@@ -500,10 +500,14 @@ def progress(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON
 @app.command()
 @clean_errors
 def doctor() -> None:
-    """Check the model endpoint: reachable, model served, structured output works."""
-    from interviewer.faces.doctor import run
+    """Check the model endpoint: reachable, model served, structured output works; then what it
+    supports (json_schema, tools, json_mode, streaming) and the setting to use."""
+    from interviewer.faces.doctor import capabilities, run
 
-    checks = run(_services().settings)
+    settings = _services().settings
+    checks = run(settings)
+    if settings.endpoint.configured and all(c.ok for c in checks):
+        checks += capabilities(settings)
     for check in checks:
         console.print(("[green]ok[/green]   " if check.ok else "[red]fix[/red]  ") + check.message, markup=True)
     if not all(c.ok for c in checks):

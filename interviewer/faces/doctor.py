@@ -12,12 +12,14 @@ from pydantic import BaseModel, ConfigDict
 from interviewer.prompts import DOCTOR_PING
 from interviewer.provider import (
     DEFAULT_MODEL,
+    METHODS,
     EndpointUnreachable,
     KeyRejected,
     LLMError,
     Message,
     ModelsNotListed,
     StructuredCaller,
+    TextStreamer,
     describe_endpoint,
     list_models,
 )
@@ -81,6 +83,11 @@ SAID: dict[str, dict[str, str]] = {
         "served": "model '{model}' is served",
         "structured_failed": "structured output failed: {error}",
         "structured_ok": "structured output works with {method}",
+        "supports": "the endpoint supports: {supported}; not: {unsupported}",
+        "use": "set INTERVIEWER_LLM__STRUCTURED_OUTPUT={method} (the grader's first choice it supports; auto finds it once per process)",
+        "use_none": "no structured output works: the grader needs json_schema, tools or json_mode (and a context of about 8k tokens)",
+        "stream_ok": "streaming works: the live interviewer's words appear as they are written",
+        "stream_failed": "streaming failed ({error}): the live interviewer falls back to the bank's follow-ups",
     },
     "zh": {
         "offline": "离线：未配置模型端点，评分和追问都在本地进行（{unset}）",
@@ -93,6 +100,11 @@ SAID: dict[str, dict[str, str]] = {
         "served": "模型“{model}”可用",
         "structured_failed": "结构化输出失败：{error}",
         "structured_ok": "结构化输出可用（{method}）",
+        "supports": "端点支持：{supported}；不支持：{unsupported}",
+        "use": "设置 INTERVIEWER_LLM__STRUCTURED_OUTPUT={method}（评分优先用的、端点支持的方式；auto 每个进程会自己找一次）",
+        "use_none": "结构化输出都不可用：评分需要 json_schema、tools 或 json_mode 之一（以及约 8k tokens 的上下文）",
+        "stream_ok": "流式输出可用：现场面试官的话边写边显示",
+        "stream_failed": "流式输出失败（{error}）：现场面试官改用题库里的追问",
     },
 }
 
@@ -132,4 +144,34 @@ def run(settings: Settings, source: Source = ENVIRONMENT, lang: str = "en") -> l
         checks.append(Check("structured output", False, said["structured_failed"].format(error=exc)))
         return checks
     checks.append(Check("structured output", True, said["structured_ok"].format(method=caller.method)))
+    return checks
+
+
+def capabilities(settings: Settings, lang: str = "en") -> list[Check]:
+    """What the endpoint supports, each way asked once: json_schema, tools (function calling) and
+    json_mode with the doctor's ping, then a streamed reply; and the setting to use. Four small
+    requests: ``interviewer doctor`` makes them after the checks above have passed."""
+    lang = lang if lang in SAID else "en"
+    said = SAID[lang]
+    working: list[str] = []
+    for method in METHODS:
+        one = settings.model_copy(update={"llm": settings.llm.model_copy(update={"structured_output": method, "max_retries": 0})})
+        try:
+            StructuredCaller(one).ask(Ping, [Message("user", DOCTOR_PING)])
+        except LLMError:
+            continue
+        working.append(method)
+    names = {"json_schema": "json_schema", "function_calling": "tools", "json_mode": "json_mode"}
+    shown = ", ".join(names[m] for m in working) or "-"
+    missing = ", ".join(names[m] for m in METHODS if m not in working) or "-"
+    checks = [Check("supports", bool(working), said["supports"].format(supported=shown, unsupported=missing))]
+    checks.append(Check("use", bool(working), said["use"].format(method=working[0]) if working else said["use_none"]))
+    try:
+        text = "".join(piece.text for piece in TextStreamer(settings).stream([Message("user", "Say ok.")]))
+        if not text.strip():
+            raise LLMError("an empty stream", retryable=False)
+    except LLMError as exc:
+        checks.append(Check("streaming", False, said["stream_failed"].format(error=exc)))
+    else:
+        checks.append(Check("streaming", True, said["stream_ok"]))
     return checks

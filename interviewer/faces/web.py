@@ -434,7 +434,7 @@ class Handlers:
         if prompt.kind == "end" and state.grading:
             report_md = t["finishing"].format(n=len(state.grading))
         elif prompt.kind == "end":
-            built, html_path, pdf_path = report_files(self.settings.home / "reports", state, self.services.titles)
+            built, html_path, pdf_path = report_files(self.settings.home / "reports", state, self.services.titles, self.settings.llm.prices)
             report_md, report_file, report_pdf = reports.markdown(built), str(html_path), str(pdf_path) if pdf_path else None
         return View(
             session_id=state.id,

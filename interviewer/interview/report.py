@@ -35,6 +35,8 @@ TEXT = {
         "not_answered": "未作答",
         "skip": "跳过",
         "dont-know": "答不上来（“我不会”）",
+        "usage": "模型评分 {grades} 次：输入 {input:,} tokens，输出 {output:,} tokens（每次平均输入 {per:,}）",
+        "cost": "，按每百万 tokens 输入 {pin}、输出 {pout} 计约 {cost:.2f}",
     },
     "en": {
         "title": "Mock interview feedback report",
@@ -53,6 +55,8 @@ TEXT = {
         "not_answered": "not answered",
         "skip": "skipped",
         "dont-know": "did not know (\u201cI don't know\u201d)",
+        "usage": "Model grades: {grades}, {input:,} input tokens and {output:,} output tokens ({per:,} input a grade)",
+        "cost": "; about {cost:.2f} at {pin} and {pout} per million input and output tokens",
     },
 }
 
@@ -89,11 +93,42 @@ class Report:
     questions: list[QuestionReport]
     plan: list[tuple[str, float, list[str]]]  # (question id, score, passages to read)
     titles: dict[str, str] = field(default_factory=dict)  # passage → its title, for the study plan
+    usage: ModelUsage | None = None  # what the model grades took; None when no answer was graded by a model
+    prices: tuple[float, float] | None = None  # per million input and output tokens, for the cost
 
 
-def build(state: SessionState, titles: dict[str, str] | None = None) -> Report:
+@dataclass(frozen=True)
+class ModelUsage:
+    grades: int
+    input_tokens: int
+    output_tokens: int
+
+    def cost(self, prices: tuple[float, float]) -> float:
+        return (self.input_tokens * prices[0] + self.output_tokens * prices[1]) / 1_000_000
+
+
+def model_usage(grades: list[Grade | None]) -> ModelUsage | None:
+    """The tokens of the grades a model computed (the offline ones cost nothing)."""
+    used = [g.usage for g in grades if g is not None and g.usage]
+    if not used:
+        return None
+    return ModelUsage(len(used), sum(u.get("input_tokens", 0) for u in used), sum(u.get("output_tokens", 0) for u in used))
+
+
+def usage_line(report: Report) -> str | None:
+    if report.usage is None:
+        return None
+    t, u = TEXT[report.lang], report.usage
+    line = t["usage"].format(grades=u.grades, input=u.input_tokens, output=u.output_tokens, per=u.input_tokens // u.grades)
+    if report.prices is not None:
+        line += t["cost"].format(pin=report.prices[0], pout=report.prices[1], cost=u.cost(report.prices))
+    return line
+
+
+def build(state: SessionState, titles: dict[str, str] | None = None, prices: tuple[float, float] | None = None) -> Report:
     """The report of ``state``; ``titles`` (``file#anchor`` → "Document › Section") lets the study
-    plan name what to read rather than cite it."""
+    plan name what to read rather than cite it; ``prices`` (per million input and output tokens)
+    give the model grades' cost beside their tokens."""
     bank = state.bank
     lang = state.lang
     scores = state.scores
@@ -122,7 +157,8 @@ def build(state: SessionState, titles: dict[str, str] | None = None) -> Report:
     weak = sorted((r for r in questions if r.score is not None and r.score < 8), key=lambda r: (r.score or 0.0, r.id))
     plan = [(r.id, r.score or 0.0, bank.get(r.id).references[:3]) for r in weak]
     rounds = [(state.round_title(rs.round), rs.score) for rs in scores.rounds]
-    return Report(state.id, lang, scores.overall, rounds, topic_means(scores, bank), questions, plan, dict(titles or {}))
+    usage = model_usage([e.turn.grade for e in state.exchanges])  # every graded turn, retried ones included
+    return Report(state.id, lang, scores.overall, rounds, topic_means(scores, bank), questions, plan, dict(titles or {}), usage, prices)
 
 
 def _passed(t: dict[str, str], passed: str | None) -> str:
@@ -144,6 +180,8 @@ def markdown(report: Report) -> str:
     out = [f"# {t['title']}", "", f"**{t['overall']}: {_score(report.overall)}** · `session {report.session_id}`", ""]
     for title, score in report.rounds:
         out.append(f"- {title}: {_score(score)}")
+    if line := usage_line(report):
+        out += ["", f"*{line}*"]
     out += ["", f"## {t['topics']}", ""]
     out += [f"- {topic}: {'█' * round(score)}{'░' * (10 - round(score))} {score}" for topic, score in report.topics]
     for q in report.questions:
@@ -249,6 +287,7 @@ def to_html(report: Report) -> str:
         f"<title>{e(t['title'])}</title><style>{CSS}</style></head><body>",
         f"<h1>{e(t['title'])}</h1><p class='score'>{e(t['overall'])}: {e(_score(report.overall))} · session {e(report.session_id)}</p>",
         "<ul>" + "".join(f"<li>{e(title)}: {e(_score(score))}</li>" for title, score in report.rounds) + "</ul>",
+        f"<p class='usage'>{e(line)}</p>" if (line := usage_line(report)) else "",
         f"<h2>{e(t['topics'])}</h2>{radar_svg(report.topics)}",
     ]
     for q in report.questions:
