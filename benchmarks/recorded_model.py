@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import tempfile
 import threading
@@ -184,15 +183,16 @@ def describe(rows: list[dict[str, Any]]) -> list[str]:
         return []
     texts = ["".join(m["content"] for m in row["messages"]) for row in rows]
     sizes = sorted(len(tokens(t)) for t in texts)
-    shared = 0
-    for question in {row["question_id"] for row in rows}:
-        same = [t for t, row in zip(texts, rows, strict=True) if row["question_id"] == question]
-        prefix = os.path.commonprefix(same) if len(same) > 1 else same[0][: same[0].rindex("<answer>")]  # noqa: RUF071 (text, not paths)
-        shared += len(tokens(prefix)) * len(same)
+    # what comes before the answer; requests to one question in one language must share it whole
+    prefixes = [t[: t.rindex("<answer>")] for t in texts]
+    groups = {(row["question_id"], p.rsplit("Write the feedback in ", 1)[-1][:8]) for row, p in zip(rows, prefixes, strict=True)}
+    system = {row["messages"][0]["content"] for row in rows}
+    shared = sum(len(tokens(p)) for p in prefixes)
     p90 = sizes[min(len(sizes) - 1, int(len(sizes) * 0.9))]
     return [
         f"input per request: median {sizes[len(sizes) // 2]:,} tokens, p90 {p90:,}, largest {sizes[-1]:,} (estimated)",
-        f"identical prefix (system text, question, rubric, passages): {shared / sum(sizes):.0%} of the input tokens",
+        f"before the answer (system text, question, rubric, passages): {shared / sum(sizes):.0%} of the input tokens;"
+        f" {len(set(prefixes))} distinct prefixes for {len(groups)} question-and-language pairs; {len(system)} system text(s)",
     ]
 
 

@@ -25,7 +25,9 @@ and it earns nothing.
 For every rubric criterion give an integer score on its scale (the anchors say what each score means), quote the
 exact words of the answer that justify it (copy them verbatim; no quote if nothing justifies it), list what is
 missing for full marks, and list wrong claims with their correction. A wrong core claim keeps that criterion at 1
-or below. Write the feedback in {language}.
+or below. Judge what the answer shows the candidate understands, not how much it lists: an anchor's examples
+illustrate the level, and a short answer that states the mechanism, the numbers or the trade-off correctly and
+specifically meets it, in plain words or in either language. Write the feedback in the language the request names.
 Reply with JSON only, matching this schema: {schema}"""
 
 LIVE_SYSTEM = """You are the interviewer in a live technical AI-infrastructure interview, speaking {language}.
@@ -98,9 +100,11 @@ def rubric_text(criteria: list[Criterion], lang: Lang) -> str:
     return "\n".join(lines)
 
 
-def grader_system(lang: Lang, schema: dict[str, Any]) -> str:
-    """The grader's instructions; ``schema`` is the reply's JSON schema (written as the dict it is)."""
-    return GRADER_SYSTEM.format(language=language_name(lang), schema=schema)
+def grader_system(schema: dict[str, Any]) -> str:
+    """The grader's instructions; ``schema`` is the reply's JSON schema (written as the dict it is).
+    The same text for every request, whatever the question or the language, so that a provider's
+    prompt cache holds it; what varies comes in the user message, the answer last of all."""
+    return GRADER_SYSTEM.format(schema=schema)
 
 
 def grader_user(
@@ -111,6 +115,7 @@ def grader_user(
     return (
         f"Question:\n{question_text}\n\nRubric:\n{rubric_text(criteria, lang)}\n\n"
         f"Reference passages from the knowledge base:\n{cited}\n\n"
+        f"Write the feedback in {language_name(lang)}.\n\n"
         f"{fenced(answer)}"
     )
 

@@ -100,7 +100,7 @@ class LLMGrader:
         """The prompt (see :mod:`interviewer.prompts`): the rubric and schema, then the question,
         its passages and the fenced answer."""
         return [
-            Message("system", prompts.grader_system(lang, ModelGrade.model_json_schema())),
+            Message("system", prompts.grader_system(ModelGrade.model_json_schema())),
             Message("user", prompts.grader_user(question_text, criteria, references, self.passages, answer, lang)),
         ]
 
