@@ -3,6 +3,7 @@
     python benchmarks/recorded_model.py capture SET.jsonl --name NAME   # the exact requests, stored
     python benchmarks/recorded_model.py pending SET.jsonl --name NAME   # which requests have no reply
     python benchmarks/recorded_model.py replay SET.jsonl --name NAME [--json]   # agreement figures
+    python benchmarks/recorded_model.py fit DEV.jsonl --name NAME   # the model path's calibration
 
 ``capture`` grades every line of a JSONL set (``question_id``, ``answer``; any labels stay out of
 the requests) with the product's model grader against a local OpenAI-compatible server that logs
@@ -32,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import typer
@@ -41,6 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from interviewer.faces.batch import grade_line, read_lines
 from interviewer.faces.evaluation import evaluate
+from interviewer.grading import metrics
+from interviewer.grading.calibration import Calibration, LevelFeatures, fit
 from interviewer.services import Services
 from interviewer.settings import EndpointSettings, LLMSettings, Settings
 
@@ -138,7 +142,8 @@ def load_replies(name: str) -> dict[str, str]:
     path = folder(name) / "replies.jsonl"
     if not path.exists():
         return {}
-    return {row["key"]: row["content"] for row in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if row.strip()}
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {row["key"]: row["content"] for row in rows}
 
 
 def capture_requests(source: Path) -> list[dict[str, Any]]:
@@ -232,6 +237,77 @@ def replay(source: Path, name: str = typer.Option(...), as_json: bool = typer.Op
         print(f"  {key}: {summary.get(key)}")
     for kind, row in sorted(summary.get("by_kind", {}).items()):
         print(f"  {kind}: {row}")
+
+
+def replayed_features(source: Path, replies: dict[str, str]) -> list[tuple[str, LevelFeatures, float, str]]:
+    """(question, features, expert score, kind) of every labelled line, graded by the model grader
+    from ``replies`` before any calibration: what a fit of the model path learns from."""
+    model = Model(replies=replies)
+    out: list[tuple[str, LevelFeatures, float, str]] = []
+    with serve(model) as base_url, tempfile.TemporaryDirectory() as home:
+        services = Services(grading_settings(base_url, Path(home)))
+        grader = services.rubric_grader("llm")
+        grader.calibration = Calibration.identity()  # type: ignore[attr-defined]
+        for number, value, _error in read_lines(source.read_bytes().splitlines()):
+            if value is None or "score" not in value:
+                continue
+            grade = grade_line(services, grader, number, value)["grade"]
+            criteria = [SimpleNamespace(**c) for c in grade["criteria"]]
+            out.append(
+                (
+                    str(value["question_id"]),
+                    LevelFeatures.of(criteria, grade["flags"]),
+                    float(value["score"]),
+                    str(value.get("kind", "all")),
+                )
+            )
+    if model.missing:
+        raise typer.BadParameter(f"{len(model.missing)} requests have no recorded reply: run `pending` and record them first")
+    return out
+
+
+def figures(predicted: list[float], expert: list[float]) -> str:
+    return (
+        f"Spearman {metrics.spearman(predicted, expert):.3f}, QWK {metrics.quadratic_weighted_kappa(predicted, expert):.3f}, "
+        f"MAE {metrics.mean_absolute_error(predicted, expert):.2f}"
+    )
+
+
+@app.command("fit")
+def fit_model(
+    source: Path, name: str = typer.Option(...), save: bool = typer.Option(True, help="write calibration.json's model section")
+) -> None:
+    """Fit the model grader's mapping from criterion levels to 0-10 on SOURCE's recorded replies
+    (monotone, as the offline grader's), reporting the leave-one-question-out figure first."""
+    rows = replayed_features(source, load_replies(name))
+    questions = [q for q, *_ in rows]
+    features = [f for _, f, _, _ in rows]
+    expert = [e for *_, e, _ in rows]
+    identity = Calibration.identity()
+    print(f"{source.name}: {len(rows)} answers, recorded replies")
+    print(f"  uncalibrated (10 x the levels' weighted share): {figures([identity.score(f) for f in features], expert)}")
+    held_out = [0.0] * len(rows)
+    for question in sorted(set(questions)):
+        train = [i for i, q in enumerate(questions) if q != question]
+        fitted = fit([features[i] for i in train], [expert[i] for i in train], "leave-one-question-out")
+        for i, q in enumerate(questions):
+            if q == question:
+                held_out[i] = fitted.score(features[i])
+    print(f"  calibrated, leave-one-question-out: {figures(held_out, expert)}")
+    by_kind: dict[str, list[int]] = {}
+    for i, (*_, kind) in enumerate(rows):
+        by_kind.setdefault(kind, []).append(i)
+    for kind, items in sorted(by_kind.items()):
+        raw_mean = sum(identity.score(features[i]) for i in items) / len(items)
+        held_mean = sum(held_out[i] for i in items) / len(items)
+        expert_mean = sum(expert[i] for i in items) / len(items)
+        print(f"    {kind}: uncalibrated {raw_mean:.1f}, calibrated {held_mean:.1f}, expert {expert_mean:.1f}")
+    final = fit(features, expert, f"{source.name} ({len(rows)} answers, recorded replies of a frontier-class model)")
+    print(f"  fitted on all: penalty {final.misconception_penalty}, keyword factor {final.keyword_factor}, cap {final.misconception_cap}")
+    print(f"  knot values {final.values}")
+    if save:
+        final.save(section="model")
+        print("  saved to interviewer/grading/calibration.json (model)")
 
 
 if __name__ == "__main__":

@@ -92,9 +92,12 @@ def test_what_comes_back_is_kept_to_the_rubric_and_the_answer(services: Services
     assert by_id["memory-quantification"].evidence == [] and by_id["memory-quantification"].score <= 1
     assert grade.dropped_quotes == 1
     assert by_id["offload-ecosystem"].id == "offload-ecosystem"  # missing from the reply: the offline judgement
+    from interviewer.grading.calibration import Calibration, LevelFeatures
+
     weights = {c.id: c.weight for c in services.bank.get("q02").criteria}
-    expected = round(10 * sum(weights[c.id] * c.score / c.max_score for c in grade.criteria), 1)
-    assert grade.score == expected
+    share = sum(weights[c.id] * c.score / c.max_score for c in grade.criteria)
+    named = sum(len(c.misconceptions) for c in grade.criteria)
+    assert grade.score == Calibration.load(section="model").score(LevelFeatures(share, named, grade.flags))  # the levels' share, mapped
     assert grade.second_opinion is not None and grade.usage == {"input_tokens": 120, "output_tokens": 30, "total_tokens": 150}
     assert grade.latency_ms is not None and grade.latency_ms > 0
 

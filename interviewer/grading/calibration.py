@@ -58,12 +58,37 @@ class Calibration:
         return round(max(0.0, min(10.0, mapped)), 1)
 
     @classmethod
-    def load(cls, path: Path = CALIBRATION_FILE) -> Calibration:
-        data = _read(path).get("rubric")
-        return cls(**data) if data else cls()
+    def load(cls, path: Path = CALIBRATION_FILE, section: str = "rubric") -> Calibration:
+        """The offline grader's calibration (``rubric``), or the model grader's (``model``: the
+        same form over the model's criterion levels); the identity when the file has none."""
+        data = _read(path).get(section)
+        if data:
+            return cls(**data)
+        return cls.identity() if section == "model" else cls()
 
-    def save(self, path: Path = CALIBRATION_FILE) -> None:
-        _write(path, "rubric", asdict(self))
+    @classmethod
+    def identity(cls) -> Calibration:
+        """Ten times the raw share, no penalty, no cap: the model grader before any fit."""
+        return cls(misconception_penalty=0.0, keyword_factor=1.0, fitted_on="identity")
+
+    def save(self, path: Path = CALIBRATION_FILE, section: str = "rubric") -> None:
+        _write(path, section, asdict(self))
+
+
+@dataclass
+class LevelFeatures:
+    """A graded answer as a calibration reads it: the weighted share of full marks its criterion
+    levels give (0-1), the misconceptions named, and the reader's flags."""
+
+    raw: float
+    misconceptions: int
+    flags: list[str]
+
+    @classmethod
+    def of(cls, criteria: Sequence[Any], flags: Sequence[str]) -> LevelFeatures:
+        total = sum(c.weight for c in criteria) or 1.0
+        raw = sum(c.weight * c.score / c.max_score for c in criteria) / total
+        return cls(raw, sum(len(c.misconceptions) for c in criteria), list(flags))
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -6,7 +6,9 @@ score anchors, misconceptions), the knowledge passages that back the question, a
 fenced as data: instructions inside the answer are not instructions. What comes back is checked: scores are clamped to each
 criterion's scale, criteria the model invents are ignored and missing ones taken from the
 offline grade, evidence quotes that are not in the answer are dropped and counted. The overall
-score is computed here from the criterion scores and weights, never taken from the model. The
+score is computed here from the criterion scores and weights, mapped onto the experts' scale by the
+calibration fitted on a real model's recorded replies (``benchmarks/recorded_model.py fit``: read
+as they are, a model's levels are harsh in the middle), never taken from the model. The
 offline grade rides along as a second opinion; a large gap is flagged. Sentences addressed to the
 grader are not sent at all. When the model fails for
 good (after bounded retries), the offline grade is returned, flagged, with a one-line notice.
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from interviewer import prompts
 from interviewer.content.rubric import Criterion, FollowUp, Lang, Question
+from interviewer.grading.calibration import Calibration, LevelFeatures
 from interviewer.grading.grade import NOTHING_TO_GRADE, CriterionGrade, Grade, MisconceptionFound
 from interviewer.grading.offline import OfflineGrader
 from interviewer.grading.reading import for_the_model
@@ -72,11 +75,15 @@ class LLMGrader:
         passages: dict[str, str],
         caller: StructuredCaller | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        calibration: Calibration | None = None,
     ):
         self.settings = settings
         self.offline = offline
         self.passages = passages
         self.caller = caller or StructuredCaller(settings, sleep=sleep)
+        # the criterion levels' weighted share of full marks, mapped onto the experts' 0-10 (fitted
+        # by `benchmarks/recorded_model.py fit` on recorded replies; the identity ×10 until then)
+        self.calibration = calibration or Calibration.load(section="model")
         self.model_name = describe_endpoint(settings)
         self._calls = settings.llm.grading_workers * settings.llm.samples
         self._pool = concurrent.futures.ThreadPoolExecutor(self._calls, "model-grade")
@@ -208,6 +215,5 @@ class LLMGrader:
                     misconceptions=found,
                 )
             )
-        total = sum(c.weight for c in graded) or 1.0
-        overall = round(10 * sum(c.weight * c.score / c.max_score for c in graded) / total, 1)
+        overall = self.calibration.score(LevelFeatures.of(graded, offline.flags))
         return overall, graded, parsed.feedback.strip(), dropped
