@@ -43,3 +43,5 @@ bench: install-test
 	$(PY) benchmarks/bench_grader.py
 	$(PY) benchmarks/bench_session.py
 	$(PY) benchmarks/bench_llm.py
+	$(PY) benchmarks/recorded_model.py replay ../shared/eval/dev-answers.jsonl --name dev
+	$(PY) benchmarks/recorded_model.py replay benchmarks/holdout-answers.jsonl --name holdout
