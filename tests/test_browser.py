@@ -229,6 +229,7 @@ def test_a_first_visit_on_a_chinese_phone(browser: Any, app: App) -> None:
     page.get_by_text("[q01]").first.wait_for()
     wait_for_sidebar(page, closed=True)
     assert page.get_by_text("[q01]").first.is_visible() and page.get_by_role("button", name="提交").is_enabled()
+    page.wait_for_timeout(600)  # the sidebar's slide out is over: the screenshot shows the room, not the animation
     page.screenshot(path=str(ARTIFACTS / "phone-zh-started.png"), full_page=True)
     page.get_by_label("你的回答").fill("写到一半的回答：数据并行每张卡一份完整模型")
     page.wait_for_timeout(300)
