@@ -832,7 +832,7 @@ def welcome(lang: PageLang) -> Any:
 
 CHARTED_TOPICS = 5
 WEAKEST_COLUMNS = {"zh": ["主题", "平均分", "题数"], "en": ["topic", "mean score", "questions"]}
-TIME_AXIS = "%m-%d %H:%M"  # a 24-hour clock: Vega-Lite's default axis read "03 PM" as "03"
+TIME_AXIS = "%m-%d %H:%M"  # a 24-hour clock, axes and table alike: Vega-Lite's default axis read "03 PM" as "03"
 HISTORY_COLUMNS = {
     "zh": ["开始于", "计划", "模式", "语言", "已答", "总分", "状态", "会话 id"],
     "en": ["started", "plan", "mode", "language", "answered", "overall", "status", "session id"],
@@ -841,13 +841,14 @@ HISTORY_COLUMNS = {
 
 def history_frames(history: History, lang: PageLang = "en") -> tuple[Any, Any, Any, Any]:
     """The history as the page shows it, in its language: the table (the date first; the id, which
-    a click on the row resumes, last), the overall chart's frame, the weakest topics' over time (the
-    five weakest), and the weakest topics ranked."""
+    a click on the row resumes, last; dates as the charts' axes show them), the overall chart's
+    frame, the five weakest topics' scores over time, and the weakest topics ranked."""
     import pandas as pd
 
+    language_names = {value: name for name, value in LANGUAGES}
     rows = [
-        [r.started.strftime("%m-%d %H:%M"), plan_name(r.plan, lang), WORDS[lang].get(f"{r.mode}_short", r.mode),
-         dict((v, k) for k, v in LANGUAGES).get(r.lang, r.lang), f"{r.answered}/{r.questions}",
+        [r.started.strftime(TIME_AXIS), plan_name(r.plan, lang), WORDS[lang].get(f"{r.mode}_short", r.mode),
+         language_names.get(r.lang, r.lang), f"{r.answered}/{r.questions}",
          "—" if r.overall is None else r.overall, STATUS[lang].get(r.status, r.status), r.id]
         for r in history.rows()
     ]  # fmt: skip
