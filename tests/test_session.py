@@ -254,7 +254,7 @@ def test_an_answer_survives_kill_9_during_grading(services: Services, tmp_path: 
 
 
 def test_migrations_are_named_and_applied_once(tmp_path: Path) -> None:
-    names = ["0001_initial", "0002_review_schedule", "0003_typed_turns"]
+    names = ["0001_initial", "0002_review_schedule", "0003_typed_turns", "0004_owners"]
     store = Store(tmp_path / "s.db").open()
     assert store.applied_migrations() == names
     store.close()
@@ -298,8 +298,9 @@ def test_an_old_database_is_migrated_in_place(tmp_path: Path) -> None:
     db.execute("INSERT INTO sessions VALUES ('old1', 0, 0, 'finished', 'interview', 'zh', ?, '{}', 0)", (plan,))
     db.close()
     store = Store(path).open()
-    assert store.applied_migrations() == ["0001_initial", "0002_review_schedule", "0003_typed_turns"]
+    assert store.applied_migrations() == ["0001_initial", "0002_review_schedule", "0003_typed_turns", "0004_owners"]
     assert store.session("old1").status == "finished" and store.reviews() == []
+    assert store.session("old1").owner == "" and store.sessions() == [store.session("old1")]  # the local user's
 
 
 def test_a_database_written_before_typed_turns_keeps_every_answer_grade_and_wording(services: Services, tmp_path: Path) -> None:
@@ -313,7 +314,11 @@ def test_a_database_written_before_typed_turns_keeps_every_answer_grade_and_word
     db.close()
     expected = json.loads((DATA / "sessions-0002.expected.json").read_text(encoding="utf-8"))
     store = Store(path).open()
-    assert store.applied_migrations()[-1] == "0003_typed_turns"
+    assert store.applied_migrations()[-2:] == ["0003_typed_turns", "0004_owners"]
+    # the score column is the grade's score, for every old turn (the history reads it alone)
+    for row in store.sessions():
+        light = store.scores_of([row.id])[row.id]
+        assert [t.score for t in light] == [t.score for t in store.turns(row.id)]
     engine = Engine(store, services.bank, services.offline_grader)
     seen = 0
     for row in store.sessions():

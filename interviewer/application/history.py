@@ -1,18 +1,23 @@
-"""The candidate's history across sessions: the history table, scores per topic over time, each
+"""One user's history across sessions: the history table, scores per topic over time, each
 criterion's share of full marks over time and its review schedule, and the weakest topics.
 
-Every session's turns are read in one query and replayed; nothing here writes.
+It is read per user and per page: one page of sessions (the newest first) with their turns' scores
+from the store's score column, so its cost follows the page, not everything ever answered; the
+weakest topics come from each question's latest score, one query. Nothing here writes.
 """
 
 from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from interviewer.content.bank import Bank
 from interviewer.interview.state import Scores, score_turns, topic_means
-from interviewer.interview.store import SessionRow, Store, Turn
+from interviewer.interview.store import LOCAL, SessionRow, Store, Turn
+
+PAGE = 50  # sessions on one page of the history
 
 
 @dataclass(frozen=True)
@@ -36,15 +41,26 @@ def started(row: SessionRow) -> datetime.datetime:
 
 
 class History:
-    """The sessions and their scores as of one read."""
+    """One user's sessions and their scores as of one read: a page of ``limit`` sessions from
+    ``offset`` (None: every session)."""
 
-    def __init__(self, store: Store, bank: Bank):
+    def __init__(self, store: Store, bank: Bank, owner: str = LOCAL, limit: int | None = PAGE, offset: int = 0):
+        self.store = store
         self.bank = bank
-        self.sessions = store.sessions()  # newest first
-        turns = store.all_turns()
-        self.turns: dict[str, list[Turn]] = {row.id: turns.get(row.id, []) for row in self.sessions}
-        self.scores: dict[str, Scores] = {row.id: score_turns(row.plan, bank, self.turns[row.id]) for row in self.sessions}
-        self.schedules = store.reviews()
+        self.owner = owner
+        self.sessions = store.sessions(owner, limit, offset)  # newest first
+        self.total = store.count_sessions(owner) if limit is not None else len(self.sessions)
+        turns = store.scores_of([row.id for row in self.sessions])
+        self.scores: dict[str, Scores] = {row.id: score_turns(row.plan, bank, turns[row.id]) for row in self.sessions}
+
+    @cached_property
+    def schedules(self) -> list[Any]:
+        return self.store.reviews(self.owner)
+
+    @cached_property
+    def turns(self) -> dict[str, list[Turn]]:
+        """The page's turns whole, grades parsed (only the criteria's history needs them)."""
+        return self.store.turns_of([row.id for row in self.sessions])
 
     def rows(self) -> list[HistoryRow]:
         return [
@@ -63,15 +79,8 @@ class History:
         ]
 
     def latest_scores(self) -> dict[str, float]:
-        """Each question's latest main-answer score across all sessions."""
-        latest: dict[str, tuple[float, float]] = {}  # question id -> (answered_at, score)
-        for turns in self.turns.values():
-            for turn in turns:
-                if turn.followup_id is not None or not turn.question_id or turn.grade is None:
-                    continue
-                if turn.question_id not in latest or turn.answered_at >= latest[turn.question_id][0]:
-                    latest[turn.question_id] = (turn.answered_at, turn.grade.score)
-        return {question_id: score for question_id, (_, score) in latest.items()}
+        """Each question's latest main-answer score across all the user's sessions (not just the page)."""
+        return self.store.latest_scores(self.owner)
 
     def weakest_topics(self, limit: int = 8) -> list[tuple[str, float, int]]:
         """(topic, mean of its questions' latest scores, questions), weakest first."""
@@ -83,7 +92,7 @@ class History:
         return [(topic, round(mean, 1), n) for mean, topic, n in ranked[:limit]]
 
     def overall_over_time(self) -> list[tuple[datetime.datetime, float, str]]:
-        """(started, overall, plan) of every session with a score, oldest first."""
+        """(started, overall, plan) of every session of the page with a score, oldest first."""
         return [
             (started(row), overall, row.plan.label)
             for row in reversed(self.sessions)
@@ -91,7 +100,7 @@ class History:
         ]
 
     def topic_history(self) -> list[dict[str, Any]]:
-        """One row per session and topic: the mean score of the topic's answered questions, oldest first."""
+        """One row per session of the page and topic: the mean score of the topic's answered questions, oldest first."""
         rows = []
         for row in reversed(self.sessions):
             when = started(row).strftime("%Y-%m-%d %H:%M")
@@ -100,7 +109,7 @@ class History:
         return rows
 
     def criterion_history(self) -> list[dict[str, Any]]:
-        """One row per session and criterion of a main answer: the criterion's score share (0-1)."""
+        """One row per session of the page and criterion of a main answer: the criterion's score share (0-1)."""
         rows: list[dict[str, Any]] = []
         for row in reversed(self.sessions):
             when = started(row).strftime("%Y-%m-%d %H:%M")

@@ -7,17 +7,19 @@ import time
 from interviewer.application.history import History
 from interviewer.content.bank import Bank
 from interviewer.interview.plan import Plan, PlanError, PlanKind, make_plan, topic_questions
-from interviewer.interview.store import Store
+from interviewer.interview.store import LOCAL, Store
 
 WEAK_BELOW = 7.0  # a question whose latest score is under this is a weak point
 WEAK_LIMIT = 5
 
 
-def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT, topic: str | None = None, now: float | None = None) -> Plan:
+def weak_plan(
+    store: Store, bank: Bank, limit: int = WEAK_LIMIT, topic: str | None = None, now: float | None = None, owner: str = LOCAL
+) -> Plan:
     """The questions whose criteria are due for review (spaced repetition), most overdue and
     hardest first; when nothing is due yet, the questions whose latest score is lowest."""
     now = time.time() if now is None else now
-    past = History(store, bank)
+    past = History(store, bank, owner, limit=0)  # no page of sessions: the schedule and the latest scores
     wanted = set(topic_questions(bank, topic) if topic is not None else (q.id for q in bank.questions))
     chosen: list[str] = []
     for schedule in past.schedules:  # sorted by due date, then easiness
@@ -33,10 +35,10 @@ def weak_plan(store: Store, bank: Bank, limit: int = WEAK_LIMIT, topic: str | No
     return Plan("weak", "my weak points" + (f": {topic}" if topic else ""), chosen[:limit])
 
 
-def select_plan(store: Store, bank: Bank, kind: str, value: str | int | None = None) -> Plan:
+def select_plan(store: Store, bank: Bank, kind: str, value: str | int | None = None, owner: str = LOCAL) -> Plan:
     """The plan a face asked for: ``full``; ``round`` N; ``question`` qNN; ``topic`` T; ``weak`` (optionally of topic T)."""
     if kind == "weak":
-        return weak_plan(store, bank, topic=str(value) if value else None)
+        return weak_plan(store, bank, topic=str(value) if value else None, owner=owner)
     by_bank: dict[str, PlanKind] = {"full": "full", "round": "round", "question": "question", "topic": "topic"}
     if kind not in by_bank:
         raise PlanError(f"unknown plan '{kind}': use full, round, question, topic or weak")

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Literal
 
 from interviewer.content.bank import Bank
 from interviewer.content.rubric import FollowUp, Lang, Question
@@ -29,7 +30,7 @@ from interviewer.interview.followups import Decision, OwnFollowUp, already_answe
 from interviewer.interview.plan import Plan
 from interviewer.interview.schedule import quality
 from interviewer.interview.state import GAVE_UP, Prompt, SessionState
-from interviewer.interview.store import GradeRecord, StaleMove, Store, Turn, TurnKind
+from interviewer.interview.store import LOCAL, GradeRecord, StaleMove, Store, Turn, TurnKind
 
 TIME_UP = {"zh": "本轮时间已到，进入下一题。", "en": "Time is up for this round; moving on."}
 
@@ -147,10 +148,19 @@ class Engine:
         return SessionState(row, turns, self.bank, self.clock())
 
     # -- life cycle --------------------------------------------------------------------------------
-    def start(self, plan: Plan, mode: str = "interview", lang: Lang = "zh", max_followups: int = 2) -> SessionState:
+    def start(
+        self,
+        plan: Plan,
+        mode: str = "interview",
+        lang: Lang = "zh",
+        max_followups: int = 2,
+        owner: str = LOCAL,
+        endpoint: Literal["server", "own"] = "server",
+    ) -> SessionState:
+        """A new session of ``owner``'s, graded with the server's model or the owner's own (``endpoint``)."""
         if mode not in {"interview", "practice"}:
             raise SessionError(f"unknown mode '{mode}': use interview or practice")
-        row = self.store.create_session(mode, lang, plan, self.grader.name, max_followups, self.clock())
+        row = self.store.create_session(mode, lang, plan, self.grader.name, max_followups, self.clock(), owner, endpoint)
         return SessionState(row, [], self.bank, self.clock())
 
     def open(self, session_id: str, grade: bool = True, leave: Collection[int] = ()) -> SessionState:

@@ -7,9 +7,10 @@ query on this state; every move the candidate makes is a command of the engine
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Literal, Protocol
 
 from interviewer.content.bank import Bank
 from interviewer.content.rubric import FollowUp, Lang, Question
@@ -62,16 +63,29 @@ class Scores:
         return sum(1 for r in self.rounds for q in r.questions if q.score is not None and not q.skipped)
 
 
-def score_turns(plan: Plan, bank: Bank, turns: list[Turn]) -> Scores:
+class Scored(Protocol):
+    """What scoring reads of a turn: a stored :class:`Turn`, or the history's lighter ``TurnScore``."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def question_id(self) -> str | None: ...
+    @property
+    def followup_id(self) -> str | None: ...
+    @property
+    def score(self) -> float | None: ...
+
+
+def score_turns(plan: Plan, bank: Bank, turns: Sequence[Scored]) -> Scores:
     """A question's score is 70% its latest answer and 30% the mean of its answered follow-ups; a
     round's the mean of its questions; the overall score the mean of every answered question."""
     by_round: dict[int, list[QuestionScore]] = {}
     for question_id in plan.questions:
         question = bank.get(question_id)
-        graded = [t for t in turns if t.question_id == question_id and t.grade is not None]
+        graded = [t for t in turns if t.question_id == question_id and t.score is not None]
         main = [t for t in graded if t.followup_id is None]
-        latest = {t.followup_id: t.grade.score for t in graded if t.followup_id is not None and t.kind == "answer" and t.grade}
-        main_score = main[-1].grade.score if main and main[-1].grade else None
+        latest = {t.followup_id: t.score for t in graded if t.followup_id is not None and t.kind == "answer" and t.score is not None}
+        main_score = main[-1].score if main else None
         score = main_score
         if main_score is not None and latest:
             score = round((1 - FOLLOWUP_SHARE) * main_score + FOLLOWUP_SHARE * sum(latest.values()) / len(latest), 1)

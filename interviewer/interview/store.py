@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -144,11 +144,59 @@ def _typed_turns(db: sqlite3.Connection) -> None:
             previous[(session_id, question_id)] = decision or {}
 
 
+def _owners(db: sqlite3.Connection) -> None:
+    """Accounts: every session, review schedule and model setting belongs to one user (``owner``;
+    '' is the local user of a machine with no accounts, whose data the first account takes over).
+    Each turn keeps its score as a column, so the history reads scores without parsing grades."""
+    db.execute("ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+    db.execute("CREATE INDEX sessions_by_owner ON sessions(owner, created_at)")
+    db.execute("ALTER TABLE turns ADD COLUMN score REAL")
+    db.execute("UPDATE turns SET score = json_extract(grade, '$.score') WHERE grade IS NOT NULL")
+    db.execute("CREATE INDEX turns_by_question ON turns(question_id, answered_at)")
+    _run(
+        db,
+        """
+        CREATE TABLE owned_reviews (
+            owner TEXT NOT NULL DEFAULT '',
+            key TEXT NOT NULL,
+            question_id TEXT NOT NULL,
+            easiness REAL NOT NULL,
+            repetitions INTEGER NOT NULL,
+            interval_days REAL NOT NULL,
+            due_at REAL NOT NULL,
+            last_quality INTEGER,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (owner, key)
+        );
+        INSERT INTO owned_reviews SELECT '', key, question_id, easiness, repetitions, interval_days, due_at, last_quality, updated_at
+            FROM reviews;
+        DROP TABLE reviews;
+        ALTER TABLE owned_reviews RENAME TO reviews;
+        CREATE INDEX reviews_due ON reviews(owner, due_at);
+        CREATE TABLE users (
+            name TEXT PRIMARY KEY,
+            password_hash TEXT NOT NULL,   -- argon2id, with its parameters and salt
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE user_endpoints (      -- a user's own model endpoint, used for that user's sessions only
+            owner TEXT PRIMARY KEY,
+            base_url TEXT,
+            model TEXT,
+            api_key TEXT,
+            updated_at REAL NOT NULL
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_initial", _initial),
     ("0002_review_schedule", _reviews),
     ("0003_typed_turns", _typed_turns),
+    ("0004_owners", _owners),
 ]
+
+LOCAL = ""  # the owner of everything on a machine with no accounts
 
 TurnKind = Literal["answer", "skip", "dont-know", "summary"]
 AskedBy = Literal["bank", "scripted", "model"]
@@ -180,6 +228,32 @@ class Turn:
     grading_ms: float | None
     decision: Decision | None  # what the interviewer did next
 
+    @property
+    def score(self) -> float | None:
+        return self.grade.score if self.grade is not None else None
+
+
+@dataclass(frozen=True)
+class TurnScore:
+    """What the history needs of a turn: which prompt it answered, how, and its score."""
+
+    session_id: str
+    seq: int
+    kind: TurnKind
+    question_id: str | None
+    followup_id: str | None
+    score: float | None
+    answered_at: float
+
+
+@dataclass(frozen=True)
+class SavedEndpoint:
+    """A user's own model endpoint; the key is never shown back (``repr`` hides it)."""
+
+    base_url: str | None
+    model: str | None
+    api_key: str | None = field(default=None, repr=False)
+
 
 @dataclass(frozen=True)
 class SessionRow:
@@ -193,6 +267,8 @@ class SessionRow:
     max_followups: int
     grader: str
     prompt_shown_at: float | None
+    owner: str = LOCAL
+    endpoint: Literal["server", "own"] = "server"  # whose model grades it: the server's, or the owner's own
 
 
 # A session's state is read from the store several times a turn, every turn with its grade and
@@ -204,6 +280,7 @@ _decision_of = lru_cache(maxsize=4096)(Decision.model_validate_json)
 
 def _turn(row: sqlite3.Row) -> Turn:
     data = dict(row)
+    data.pop("score", None)  # the column copies the grade's, for the history's reads (see TurnScore)
     try:
         data["grade"] = _grade_of(data["grade"]) if data["grade"] else None
         data["decision"] = _decision_of(data["decision"]) if data["decision"] else None
@@ -226,6 +303,8 @@ def _session(row: sqlite3.Row) -> SessionRow:
         max_followups=int(settings.get("max_followups", 2)),
         grader=str(settings.get("grader", "")),
         prompt_shown_at=row["prompt_shown_at"],
+        owner=row["owner"],
+        endpoint="own" if settings.get("endpoint") == "own" else "server",
     )
 
 
@@ -343,13 +422,24 @@ class Store:
         return [row[0] for row in self.db.execute("SELECT name FROM migrations ORDER BY name")]
 
     # -- sessions ------------------------------------------------------------------------------
-    def create_session(self, mode: str, lang: str, plan: Plan, grader: str, max_followups: int, now: float) -> SessionRow:
+    def create_session(
+        self,
+        mode: str,
+        lang: str,
+        plan: Plan,
+        grader: str,
+        max_followups: int,
+        now: float,
+        owner: str = LOCAL,
+        endpoint: Literal["server", "own"] = "server",
+    ) -> SessionRow:
         session_id = uuid.uuid4().hex[:12]
-        settings = {"grader": grader, "max_followups": max_followups}
+        settings = {"grader": grader, "max_followups": max_followups, "endpoint": endpoint}
         with self.transaction() as db:
             db.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, 'active', ?, ?, ?, ?, ?)",
-                (session_id, now, now, mode, lang, json.dumps(plan.as_dict()), json.dumps(settings), now),
+                "INSERT INTO sessions (id, created_at, updated_at, status, mode, lang, plan, settings, prompt_shown_at, owner)"
+                " VALUES (?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)",
+                (session_id, now, now, mode, lang, json.dumps(plan.as_dict()), json.dumps(settings), now, owner),
             )
         return self.session(session_id)
 
@@ -359,9 +449,21 @@ class Store:
             raise StoreError(f"no session '{session_id}' (see `interviewer sessions`)")
         return _session(row)
 
-    def sessions(self) -> list[SessionRow]:
-        """Every session, newest first."""
-        return [_session(r) for r in self.db.execute("SELECT * FROM sessions ORDER BY created_at DESC")]
+    def sessions(self, owner: str = LOCAL, limit: int | None = None, offset: int = 0) -> list[SessionRow]:
+        """The owner's sessions, newest first: all of them, or one page of ``limit``."""
+        rows = self.db.execute(
+            "SELECT * FROM sessions WHERE owner = ? ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+            (owner, -1 if limit is None else limit, offset),
+        )
+        return [_session(r) for r in rows]
+
+    def count_sessions(self, owner: str = LOCAL) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM sessions WHERE owner = ?", (owner,)).fetchone()[0])
+
+    def owner_of(self, session_id: str) -> str | None:
+        """Whose session this is (None: there is no such session)."""
+        row = self.db.execute("SELECT owner FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else str(row[0])
 
     def mark_prompt_shown(self, session_id: str, when: float) -> None:
         with self.transaction() as db:
@@ -438,10 +540,11 @@ class Store:
         grade = record.grade
         with self.transaction() as db:
             cursor = db.execute(
-                "UPDATE turns SET status = 'graded', grade = ?, grader = ?, grader_version = ?, rubric_version = ?,"
+                "UPDATE turns SET status = 'graded', grade = ?, score = ?, grader = ?, grader_version = ?, rubric_version = ?,"
                 " graded_at = ?, grading_ms = ?, decision = COALESCE(?, decision) WHERE id = ? AND status = 'pending'",
                 (
                     grade.model_dump_json(),
+                    grade.score,
                     grade.grader,
                     grade.grader_version,
                     grade.rubric_version,
@@ -453,10 +556,13 @@ class Store:
             )
             if cursor.rowcount == 0:
                 return False
+            owner = db.execute(
+                "SELECT s.owner FROM sessions s JOIN turns t ON t.session_id = s.id WHERE t.id = ?", (record.turn_id,)
+            ).fetchone()[0]
             for key, question_id, quality in record.reviews:
-                row = db.execute("SELECT * FROM reviews WHERE key = ?", (key,)).fetchone()
+                row = db.execute("SELECT * FROM reviews WHERE owner = ? AND key = ?", (owner, key)).fetchone()
                 previous = _schedule(row) if row is not None else Schedule(key=key, question_id=question_id)
-                _save_schedule(db, review(previous, quality, record.now), record.now)
+                _save_schedule(db, owner, review(previous, quality, record.now), record.now)
             if record.decision is not None:
                 self._next_prompt_shown(db, record.turn_id, record.now, record.finished)
             else:
@@ -508,21 +614,94 @@ class Store:
         finally:
             db.execute("COMMIT")
 
-    def all_turns(self) -> dict[str, list[Turn]]:
-        """Every session's turns in one query, for the history across sessions."""
-        by_session: dict[str, list[Turn]] = {}
-        for row in self.db.execute("SELECT * FROM turns ORDER BY session_id, seq"):
-            by_session.setdefault(row["session_id"], []).append(_turn(row))
+    def turns_of(self, session_ids: list[str]) -> dict[str, list[Turn]]:
+        """These sessions' turns, whole, in one query (the progress of one page of sessions)."""
+        by_session: dict[str, list[Turn]] = {session_id: [] for session_id in session_ids}
+        marks = ", ".join("?" * len(session_ids))
+        for row in self.db.execute(f"SELECT * FROM turns WHERE session_id IN ({marks}) ORDER BY session_id, seq", session_ids):
+            by_session[row["session_id"]].append(_turn(row))
         return by_session
 
+    def scores_of(self, session_ids: list[str]) -> dict[str, list[TurnScore]]:
+        """These sessions' turns as the history needs them (no grade is parsed), in one query."""
+        by_session: dict[str, list[TurnScore]] = {session_id: [] for session_id in session_ids}
+        marks = ", ".join("?" * len(session_ids))
+        rows = self.db.execute(
+            f"SELECT session_id, seq, kind, question_id, followup_id, score, answered_at FROM turns WHERE session_id IN ({marks})"
+            " ORDER BY session_id, seq",
+            session_ids,
+        )
+        for row in rows:
+            by_session[row[0]].append(TurnScore(*row))
+        return by_session
+
+    def latest_scores(self, owner: str = LOCAL) -> dict[str, float]:
+        """Each question's latest graded main-answer score across the owner's sessions."""
+        rows = self.db.execute(
+            "SELECT question_id, score FROM (SELECT t.question_id, t.score, ROW_NUMBER() OVER"
+            " (PARTITION BY t.question_id ORDER BY t.answered_at DESC, t.id DESC) AS latest"
+            " FROM turns t JOIN sessions s ON s.id = t.session_id"
+            " WHERE s.owner = ? AND t.followup_id IS NULL AND t.question_id IS NOT NULL AND t.score IS NOT NULL) WHERE latest = 1",
+            (owner,),
+        )
+        return {row[0]: float(row[1]) for row in rows}
+
     # -- the review schedule (spaced repetition) -------------------------------------------------
-    def review(self, key: str) -> Schedule | None:
-        row = self.db.execute("SELECT * FROM reviews WHERE key = ?", (key,)).fetchone()
+    def review(self, key: str, owner: str = LOCAL) -> Schedule | None:
+        row = self.db.execute("SELECT * FROM reviews WHERE owner = ? AND key = ?", (owner, key)).fetchone()
         return None if row is None else _schedule(row)
 
-    def reviews(self) -> list[Schedule]:
-        """Every scheduled criterion, soonest due first (then hardest: lowest easiness)."""
-        return [_schedule(r) for r in self.db.execute("SELECT * FROM reviews ORDER BY due_at, easiness")]
+    def reviews(self, owner: str = LOCAL) -> list[Schedule]:
+        """The owner's scheduled criteria, soonest due first (then hardest: lowest easiness)."""
+        return [_schedule(r) for r in self.db.execute("SELECT * FROM reviews WHERE owner = ? ORDER BY due_at, easiness", (owner,))]
+
+    # -- accounts --------------------------------------------------------------------------------
+    def users(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT name FROM users ORDER BY created_at, name")]
+
+    def password_hash(self, name: str) -> str | None:
+        row = self.db.execute("SELECT password_hash FROM users WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def add_user(self, name: str, password_hash: str, now: float) -> bool:
+        """A new account; the first one takes over what the local user had (sessions, reviews, model).
+        False when the name is taken."""
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone() is not None:
+                return False
+            first = db.execute("SELECT COUNT(*) FROM users").fetchone()[0] == 0
+            db.execute("INSERT INTO users VALUES (?, ?, ?)", (name, password_hash, now))
+            if first:
+                for table in ("sessions", "reviews", "user_endpoints"):
+                    db.execute(f"UPDATE {table} SET owner = ? WHERE owner = ?", (name, LOCAL))
+        return True
+
+    def set_password(self, name: str, password_hash: str) -> bool:
+        with self.transaction() as db:
+            return db.execute("UPDATE users SET password_hash = ? WHERE name = ?", (password_hash, name)).rowcount == 1
+
+    def remove_user(self, name: str) -> list[str] | None:
+        """Delete the account and everything it owns; the ids of its sessions (None: no such user)."""
+        with self.transaction() as db:
+            if db.execute("DELETE FROM users WHERE name = ?", (name,)).rowcount == 0:
+                return None
+            ids = [row[0] for row in db.execute("SELECT id FROM sessions WHERE owner = ?", (name,))]
+            db.execute("DELETE FROM turns WHERE session_id IN (SELECT id FROM sessions WHERE owner = ?)", (name,))
+            for table in ("sessions", "reviews", "user_endpoints"):
+                db.execute(f"DELETE FROM {table} WHERE owner = ?", (name,))
+        return ids
+
+    def save_endpoint(self, owner: str, endpoint: SavedEndpoint, now: float) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO user_endpoints VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner) DO UPDATE SET"
+                " base_url = excluded.base_url, model = excluded.model, api_key = excluded.api_key, updated_at = excluded.updated_at",
+                (owner, endpoint.base_url, endpoint.model, endpoint.api_key, now),
+            )
+
+    def saved_endpoint(self, owner: str) -> SavedEndpoint | None:
+        row = self.db.execute("SELECT base_url, model, api_key FROM user_endpoints WHERE owner = ?", (owner,)).fetchone()
+        return None if row is None else SavedEndpoint(row[0], row[1], row[2])
 
     def export(self, session_id: str) -> dict[str, Any]:
         """A session and all its turns as plain JSON-ready data."""
@@ -544,12 +723,15 @@ class Store:
 def _schedule(row: sqlite3.Row) -> Schedule:
     data = dict(row)
     data.pop("updated_at")
+    data.pop("owner")
     return Schedule(**data)
 
 
-def _save_schedule(db: sqlite3.Connection, s: Schedule, now: float) -> None:
+def _save_schedule(db: sqlite3.Connection, owner: str, s: Schedule, now: float) -> None:
     db.execute(
-        "INSERT OR REPLACE INTO reviews (key, question_id, easiness, repetitions, interval_days, due_at, last_quality, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (s.key, s.question_id, s.easiness, s.repetitions, s.interval_days, s.due_at, s.last_quality, now),
+        "INSERT INTO reviews (owner, key, question_id, easiness, repetitions, interval_days, due_at, last_quality, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, key) DO UPDATE SET easiness = excluded.easiness,"
+        " repetitions = excluded.repetitions, interval_days = excluded.interval_days, due_at = excluded.due_at,"
+        " last_quality = excluded.last_quality, updated_at = excluded.updated_at",
+        (owner, s.key, s.question_id, s.easiness, s.repetitions, s.interval_days, s.due_at, s.last_quality, now),
     )
