@@ -32,7 +32,7 @@ class AccountError(InterviewerError):
 
 def _check_name(name: str) -> str:
     if not NAME.match(name):
-        raise AccountError(f"'{name}' cannot be a user name: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit")
+        raise AccountError(f"'{name}' cannot be a user name: use 1-64 letters, digits, '.', '_', '@' or '-', a letter or digit first")
     return name
 
 
@@ -83,7 +83,8 @@ class Accounts:
         names = self.names()
         if wanted:
             if wanted not in names:
-                raise AccountError(f"no user '{wanted}'" + (f": the accounts are {', '.join(names)}" if names else ": there are no accounts"))
+                known = f": the accounts are {', '.join(names)}" if names else ": there are no accounts"
+                raise AccountError(f"no user '{wanted}'{known}")
             return wanted
         if not names:
             return LOCAL
