@@ -93,9 +93,19 @@ class Reply:
     method: Method
 
 
+def redacted(url: str) -> str:
+    """The URL as it may be shown or stored: any ``user:password@`` in it becomes ``***@``."""
+    parts = urlparse(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl()
+
+
 def describe_endpoint(settings: Settings) -> str:
+    """ "model @ host[:port]", as the page, the reports and the stored grades name the endpoint (never
+    with the credentials a URL may carry)."""
     endpoint = settings.endpoint
-    host = urlparse(endpoint.base_url).netloc if endpoint.base_url else "api.openai.com"
+    host = urlparse(endpoint.base_url).netloc.rpartition("@")[2] if endpoint.base_url else "api.openai.com"
     return f"{endpoint.model or DEFAULT_MODEL} @ {host}"
 
 

@@ -13,7 +13,7 @@ from interviewer.content.glossary import Glossary
 from interviewer.content.knowledge import Passage, discover, load_passages
 from interviewer.errors import InterviewerError
 from interviewer.grading.grade import RubricGrader
-from interviewer.settings import Settings
+from interviewer.settings import EndpointSettings, Settings
 
 if TYPE_CHECKING:  # the heavier parts are imported when first built
     from interviewer.grading.model import LLMGrader
@@ -41,6 +41,19 @@ class Services:
         self.settings = settings
         if store is not None:
             self.__dict__["store"] = store  # share an open store (the web app switching models)
+
+    # what a copy for another endpoint shares: everything but the model's parts
+    SHARED: tuple[str, ...] = ("glossary", "passages", "titles", "passage_texts", "bank", "segmenter", "index", "retriever")
+    SHARED += ("offline_grader", "reference_grader", "store")
+
+    def with_endpoint(self, endpoint: EndpointSettings) -> Services:
+        """The same parts with another model endpoint (a user's own): the content, the index, the
+        offline grader and the store are shared, the model grader and interviewer are its own."""
+        other = Services(self.settings.model_copy(update={"endpoint": endpoint}))
+        for name in self.SHARED:
+            if name in self.__dict__:
+                other.__dict__[name] = self.__dict__[name]
+        return other
 
     # -- content -----------------------------------------------------------------------------------
     @cached_property

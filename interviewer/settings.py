@@ -60,6 +60,15 @@ class IndexSettings(BaseModel):
     )
     embedding_model: str = Field(default="text-embedding-3-small", description="Model for embedding=openai.")
     collection: str = Field(default="knowledge", min_length=3, description="Chroma collection name.")
+    # The short name INTERVIEWER_CHROMA_URL is read by the default factory because the settings'
+    # environment source only looks for nested fields under INTERVIEWER_INDEX__; the factory runs
+    # only when no argument, INTERVIEWER_INDEX__CHROMA_URL or settings.toml value was given.
+    chroma_url: str | None = Field(
+        default_factory=lambda: os.environ.get("INTERVIEWER_CHROMA_URL") or None,
+        validation_alias=AliasChoices("INTERVIEWER_CHROMA_URL", "chroma_url"),
+        description="URL of a Chroma server shared by several app processes, e.g. http://127.0.0.1:8001 "
+        "(https and a path prefix allowed). None: the embedded store under <home>/index. INTERVIEWER_CHROMA_URL.",
+    )
 
 
 class RetrievalSettings(BaseModel):

@@ -586,5 +586,5 @@ def test_the_start_up_lines_name_the_address_and_the_login_guarded_share(
     assert "share=True" not in out
     assert out.splitlines() == [
         "Open http://127.0.0.1:7398/ in a browser (Ctrl-C stops the server).",
-        "To share it, behind a login: interviewer serve --share --auth user:password",
+        "To share it, behind a sign-in: interviewer users add NAME --password-stdin, then interviewer serve --share",
     ]

@@ -152,7 +152,7 @@ def test_the_interview_goes_on_while_the_grade_is_computed(services: Services, t
 
     grader = GateGrader(services.offline_grader)
     engine = Engine(Store(tmp_path / "s.db").open(), services.bank, grader)
-    worker = GradingWorker(lambda: engine, 4)
+    worker = GradingWorker(lambda _turn: engine, 4)
     state = engine.start(make_plan(services.bank, "round", 1), mode="interview")
     committed = engine.commit(state.id, "answer", services.bank.get("q01").reference_answer.zh)
     steps = list(play(engine, ScriptedInterviewer(), committed, worker))  # returns though no grade can finish yet
@@ -177,8 +177,8 @@ def test_a_restart_grades_what_was_pending_exactly_once(services: Services, tmp_
     assert len(first.store.pending()) == 5
     grader = GateGrader(services.offline_grader)
     restarted = [Engine(Store(path).open(), services.bank, grader) for _ in range(2)]
-    workers = [GradingWorker(lambda engine=engine: engine, 4) for engine in restarted]
-    assert [w.resume() for w in workers] == [5, 5]
+    workers = [GradingWorker(lambda _turn, engine=engine: engine, 4) for engine in restarted]
+    assert [w.resume(e.store) for w, e in zip(workers, restarted, strict=True)] == [5, 5]
     grader.gate.set()
     for worker in workers:
         for _, turn_id in Store(path).open().pending() or []:

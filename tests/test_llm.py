@@ -466,7 +466,7 @@ def test_the_app_streams_the_models_follow_up(server: tuple[str, Recorded], tmp_
     monkeypatch.setenv("INTERVIEWER_MODEL", "test-model")
     monkeypatch.setenv("INTERVIEWER_LLM__STRUCTURED_OUTPUT", "json_schema")
     handlers = Handlers(Services(Settings(home=tmp_path)))
-    assert "LLM: test-model" in handlers.badge
+    assert "LLM: test-model" in handlers.badge()
     view = handlers.start("question", "q02", None, "practice", "zh")
     recorded.script = [{"content": GOOD_REPLY, "delay": 0.5}]  # the grade
     question = handlers.services.bank.get("q02")
@@ -491,14 +491,48 @@ def test_the_app_switches_to_a_model_after_a_successful_check(server: tuple[str,
 
     base_url, recorded = server
     handlers = Handlers(Services(Settings(home=tmp_path)))
-    assert "Offline" in handlers.badge
-    failed, badge, _ = handlers.check_model(dead_port(), "test-model", SECRET)
+    assert "Offline" in handlers.badge()
+    before = handlers.start("question", "q05", None, "practice", "en", user="ann")
+    failed, badge, _ = handlers.check_model(dead_port(), "test-model", SECRET, user="ann")
     assert "cannot reach" in failed and "Offline" in badge  # nothing changes on a failed check
     recorded.script = [{"content": '{"ok": true}'}]
-    result, badge, key_box = handlers.check_model(base_url, "test-model", SECRET)
-    assert "now use this model" in result and "LLM: test-model" in badge and key_box == ""
+    result, badge, key_box = handlers.check_model(base_url, "test-model", SECRET, user="ann")
+    assert "start from now on use this model" in result and "LLM: test-model" in badge and key_box == ""
     assert SECRET not in result + badge
-    assert handlers.engine.grader.name == "llm"
+    # ann's new interviews use it; hers already started, anyone else's, and the server's do not
+    after = handlers.start("question", "q05", None, "practice", "en", user="ann")
+    assert handlers._session_engine(after.session_id).grader.name == "llm"
+    assert handlers._session_engine(before.session_id).grader.name == "offline"
+    bob = handlers.start("question", "q05", None, "practice", "en", user="bob")
+    assert handlers._session_engine(bob.session_id).grader.name == "offline" and "Offline" in handlers.badge("bob")
+    assert handlers.engine.grader.name == "offline"
+    # a restart keeps ann's endpoint for ann's sessions
+    restarted = Handlers(Services(Settings(home=tmp_path)))
+    assert restarted._session_engine(after.session_id).grader.name == "llm" and "LLM: test-model" in restarted.badge("ann")
+
+
+def test_the_servers_key_never_goes_to_a_url_a_user_typed(
+    server: tuple[str, Recorded], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's URL goes with the user's key or none; the server's endpoint only as the server set it."""
+    from interviewer.faces.web import Handlers
+
+    base_url, recorded = server
+    monkeypatch.setenv("OPENAI_BASE_URL", dead_port())  # the server's own endpoint, with its key
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("INTERVIEWER_MODEL", "server-model")
+    handlers = Handlers(Services(Settings(home=tmp_path)))
+    recorded.script = [{"content": '{"ok": true}'}] * 3
+    handlers.check_model(base_url, "test-model", "", user="mallory")  # a URL of the caller's, no key
+    assert recorded.requests, "the check reached the typed URL"
+    sent = " ".join(str(r["headers"]) for r in recorded.requests)
+    assert SECRET not in sent, "the server's key was sent to a URL a user typed"
+    # typing only a model name does not borrow the server's endpoint and key
+    refused, _badge, _ = handlers.check_model("", "gpt-expensive", "", user="mallory")
+    assert "type your own endpoint's URL" in refused and "server-model" in handlers.badge("eve")
+    # nothing mallory set reaches anyone else's interviews or the server's
+    assert handlers.settings.endpoint.model == "server-model" and "server-model" in handlers.badge("eve")
+    assert "test-model" in handlers.badge("mallory")
 
 
 @pytest.mark.parametrize(
@@ -534,7 +568,7 @@ def test_the_model_panel_names_its_own_fields(tmp_path: Any, server: tuple[str, 
     recorded.models_status = 401
     result, _badge, key_box = handlers.check_model(base_url, "test-model", SECRET)
     assert "check the API key field" in result and SECRET not in result and key_box == ""
-    assert "Offline" in handlers.badge  # no check passed: the server still grades offline
+    assert "Offline" in handlers.badge()  # no check passed: the server still grades offline
 
 
 EMBEDDING_FUNCTIONS = "chromadb.utils.embedding_functions"
@@ -605,7 +639,10 @@ def test_the_model_panel_speaks_the_pages_language(tmp_path: Any, server: tuple[
     result, _badge, _key = handlers.check_model(base_url, "test-model", SECRET, "zh")
     lines = result.splitlines()
     assert lines[0].startswith("- 正常：") and lines[0].endswith("：可以连通") and lines[1] == "- 正常：模型“test-model”可用"
-    assert lines[2] == "- 正常：结构化输出可用（json_schema）" and lines[-1] == "本服务器上新开始的面试将使用这个模型。"
+    assert (
+        lines[2] == "- 正常：结构化输出可用（json_schema）"
+        and lines[-1] == "你之后开始的面试将使用这个模型（已开始的面试保持原来的评分方式）。"
+    )
     assert not any(c.isascii() and c.isalpha() for c in lines[-1])
 
 

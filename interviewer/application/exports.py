@@ -5,11 +5,17 @@ finished interview again writes nothing."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 from interviewer.errors import InterviewerError
 from interviewer.interview import report as reports
 from interviewer.interview.state import SessionState
+from interviewer.interview.store import Store
+
+REPORTS = "reports"
 
 
 def report_files(
@@ -37,3 +43,34 @@ def report_files(
     except OSError:
         return built, html_path, None
     return built, html_path, pdf_path
+
+
+def served_copies() -> Path:
+    """Where Gradio keeps the copies of files it serves (``GRADIO_TEMP_DIR``, see ``web.create``)."""
+    return Path(os.environ.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio")
+
+
+def delete_reports(home: Path, session_id: str) -> int:
+    """Delete a session's report files and the copies the web app served them from (a copy's
+    folder is named by the file's hash, the file keeps its name); how many files went."""
+    gone = 0
+    names = [f"report-{session_id}.html", f"report-{session_id}.pdf"]
+    for name in names:
+        path = home / REPORTS / name
+        if path.exists():
+            path.unlink()
+            gone += 1
+        copies = served_copies()
+        if copies.is_dir():
+            for copy in copies.glob(f"*/{name}"):
+                copy.unlink(missing_ok=True)
+                with suppress(OSError):  # the copy's own folder, once empty
+                    copy.parent.rmdir()
+                gone += 1
+    return gone
+
+
+def delete_session(store: Store, home: Path, session_id: str) -> None:
+    """A session, its answers and its reports, wherever they were written or served from."""
+    store.delete_session(session_id)
+    delete_reports(home, session_id)

@@ -17,14 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from interviewer.grading.grade import Grade
 from interviewer.interview.engine import Engine
+from interviewer.interview.store import Store
 from interviewer.pools import start_all
 
 log = logging.getLogger(__name__)
 
 
 class GradingWorker:
-    def __init__(self, engine: Callable[[], Engine], workers: int):
-        self._engine = engine  # the current engine (a model switch on the server gives a new one)
+    def __init__(self, engine: Callable[[int], Engine], workers: int):
+        self._engine = engine  # the engine that grades a turn: its session's (whose model: the server's or the owner's own)
         self._workers = workers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="grading")
         self._lock = threading.Lock()
@@ -42,9 +43,9 @@ class GradingWorker:
             done = self._claimed[turn_id] = threading.Event()
         self._pool.submit(self._grade, turn_id, decide_first, done)
 
-    def resume(self) -> int:
+    def resume(self, store: Store) -> int:
         """Queue every answer still pending in the store (after a restart); returns how many."""
-        pending = self._engine().store.pending()
+        pending = store.pending()
         for _, turn_id in pending:
             self.submit(turn_id)
         return len(pending)
@@ -52,7 +53,7 @@ class GradingWorker:
     def wait(self, turn_id: int, timeout: float) -> Grade | None:
         """The answer's grade once it is recorded, waiting up to ``timeout`` seconds (None if not yet)."""
         deadline = time.monotonic() + timeout
-        store = self._engine().store
+        store = self._engine(turn_id).store
         with self._lock:
             done = self._claimed.get(turn_id)
         if done is not None:
@@ -65,7 +66,7 @@ class GradingWorker:
 
     def _grade(self, turn_id: int, decide_first: bool, done: threading.Event) -> None:
         try:
-            self._engine().grade(turn_id, decide_first=decide_first)
+            self._engine(turn_id).grade(turn_id, decide_first=decide_first)
         except Exception:  # one answer's failure must not stop the others; it stays pending
             log.exception("grading turn %s failed; it stays pending and is graded again on the next resume", turn_id)
         finally:

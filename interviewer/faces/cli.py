@@ -70,6 +70,23 @@ def _services() -> Services:
     return Services(Settings())
 
 
+UserOption = Annotated[str | None, typer.Option("--user", help="Whose interviews: default the only account, or the local user.")]
+
+
+def _acting(services: Services, user: str | None) -> str:
+    """Whom the command acts for (see ``Accounts.acting_user``)."""
+    from interviewer.application.accounts import Accounts
+
+    return Accounts(services.store).acting_user(user)
+
+
+def _owned(services: Services, owner: str, session_id: str) -> str:
+    """The session id, once it is known to be ``owner``'s (another user's reads as no such session)."""
+    if services.store.owner_of(session_id) != owner:
+        raise InterviewerError(f"no session '{session_id}' (see `interviewer sessions`)")
+    return session_id
+
+
 @app.command()
 @clean_errors
 def index(
@@ -274,6 +291,7 @@ def interview(
     mode: Annotated[str, typer.Option("--mode", help="interview (scores at the round's end) or practice.")] = "interview",
     lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
     resume: Annotated[str | None, typer.Option("--resume", help="Continue a saved session.")] = None,
+    user: UserOption = None,
 ) -> None:
     """A mock interview in the terminal: the three rounds, one round, or a drill."""
     from interviewer.application.plans import select_plan
@@ -283,19 +301,21 @@ def interview(
     if lang not in {"zh", "en"}:
         raise InterviewerError("--lang must be zh or en")
     services = _services()
+    owner = _acting(services, user)
     engine = services.engine()
     if resume:
-        state = engine.resume(resume)
+        state = engine.resume(_owned(services, owner, resume))
     else:
         choices: list[tuple[str, str | int | None]] = [("weak", None), ("question", question), ("topic", topic), ("round", round_)]
         wanted = [(k, v) for k, v in choices if (weak if k == "weak" else v is not None)]
         kind, value = wanted[0] if wanted else ("full", None)
-        plan = select_plan(services.store, services.bank, kind, value)
+        plan = select_plan(services.store, services.bank, kind, value, owner=owner)
         state = engine.start(
             plan,
             mode=mode,
             lang="en" if lang == "en" else "zh",
             max_followups=services.settings.interview.max_followups,
+            owner=owner,
         )
     _run_terminal(services, state)
 
@@ -309,7 +329,7 @@ def _run_terminal(services: Services, state: Any) -> None:
 
     engine = services.engine()
     # with a model grader the grades are computed alongside the interview; offline they take milliseconds
-    worker = None if engine.grades_at_once else GradingWorker(lambda: engine, services.settings.llm.grading_workers)
+    worker = None if engine.grades_at_once else GradingWorker(lambda _turn: engine, services.settings.llm.grading_workers)
     run(engine, state, console, interviewer=services.interviewer, worker=worker, grade_wait_s=services.settings.llm.grade_budget_s + 5)
 
 
@@ -319,6 +339,7 @@ def simulate(
     answers: Annotated[Path, typer.Argument(help="JSONL: question_id, answer, optional followup_answers.")],
     lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    user: UserOption = None,
 ) -> None:
     """A scripted candidate sits the interview; prints the session id and the scores."""
     from interviewer.faces.simulate import read_script, result, run
@@ -329,7 +350,8 @@ def simulate(
         raise InterviewerError(f"no such file: {answers}")
     services = _services()
     script = read_script(answers.read_text(encoding="utf-8").splitlines(), services.bank)
-    state = run(services.engine(), script, "en" if lang == "en" else "zh", services.settings.interview.max_followups)
+    owner = _acting(services, user)
+    state = run(services.engine(), script, "en" if lang == "en" else "zh", services.settings.interview.max_followups, owner=owner)
     outcome = result(state)
     if as_json:
         typer.echo(json.dumps(outcome, ensure_ascii=False, indent=2))
@@ -346,21 +368,26 @@ def simulate(
 def sessions(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
     export: Annotated[str | None, typer.Option("--export", help="Print one session, all its turns and grades, as JSON.")] = None,
-    delete: Annotated[str | None, typer.Option("--delete", help="Delete one session and its answers.")] = None,
+    delete: Annotated[str | None, typer.Option("--delete", help="Delete one session, its answers and its reports.")] = None,
+    page: Annotated[int, typer.Option("--page", min=1, help="Which page of sessions, newest first.")] = 1,
+    user: UserOption = None,
 ) -> None:
     """List, export or delete saved sessions."""
-    from interviewer.application.history import History
+    from interviewer.application.exports import delete_session
+    from interviewer.application.history import PAGE, History
 
     services = _services()
     store = services.store
+    owner = _acting(services, user)
     if export:
-        typer.echo(json.dumps(store.export(export), ensure_ascii=False, indent=2))
+        typer.echo(json.dumps(store.export(_owned(services, owner, export)), ensure_ascii=False, indent=2))
         return
     if delete:
-        store.delete_session(delete)
-        console.print(f"Deleted session {delete}.")
+        delete_session(store, services.settings.home, _owned(services, owner, delete))
+        console.print(f"Deleted session {delete}, its answers and its reports.")
         return
-    rows = History(store, services.bank).rows()
+    history = History(store, services.bank, owner, limit=PAGE, offset=(page - 1) * PAGE)
+    rows = history.rows()
     if as_json:
         typer.echo(json.dumps([r.as_dict() for r in rows], ensure_ascii=False, indent=2))
         return
@@ -374,19 +401,24 @@ def sessions(
     for r in rows:
         table.add_row(r.id, r.started.strftime("%m-%d %H:%M"), r.status, r.mode, r.plan, f"{r.answered}/{r.questions}", str(r.overall))
     console.print(table)
+    pages = max(1, -(-history.total // PAGE))
+    if pages > 1:
+        console.print(f"page {page} of {pages} ({history.total} sessions); --page N for another")
 
 
 @app.command()
 @clean_errors
 def serve(
-    share: Annotated[bool, typer.Option(help="Share beyond this machine (a public link); needs --auth.")] = False,
-    auth: Annotated[str | None, typer.Option(help="user:password required to open the app.")] = None,
+    share: Annotated[bool, typer.Option(help="Share beyond this machine (a public link); needs a sign-in.")] = False,
+    auth: Annotated[str | None, typer.Option(help="user:password that may sign in, beside the accounts.")] = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1); beyond loopback needs a sign-in.")] = None,
 ) -> None:
-    """Serve the app on 127.0.0.1 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT are honoured)."""
+    """Serve the app on 127.0.0.1 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT / GRADIO_SHARE are honoured).
+    With accounts (`interviewer users add`), everyone signs in and sees only their own interviews."""
     import os
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    from interviewer.faces.web import create, launch
+    from interviewer.faces.web import serve as serve_app
 
     credentials = None
     if auth is not None:
@@ -394,15 +426,7 @@ def serve(
         if not user or not password:
             raise InterviewerError("--auth must be user:password")
         credentials = (user, password)
-    if share and credentials is None:
-        raise InterviewerError("sharing beyond this machine needs a login: add --auth user:password")
-    from interviewer.application.startup import ready_index, warm
-
-    services = _services()
-    if note := ready_index(services, progress=sys.stderr.isatty()):
-        console.print(note)
-    warm(services)
-    launch(create(services), server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), share=share, auth=credentials)
+    serve_app(_services(), host=host, share=share, credentials=credentials, progress=sys.stderr.isatty())
 
 
 @app.command()
@@ -411,6 +435,7 @@ def report(
     session_id: Annotated[str, typer.Argument(help="The session (see `interviewer sessions`).")],
     format_: Annotated[str, typer.Option("--format", help="md, html (self-contained) or pdf.")] = "md",
     out: Annotated[Path | None, typer.Option("--out", help="Write here instead of printing.")] = None,
+    user: UserOption = None,
 ) -> None:
     """The feedback report of a session, finished or not."""
     from interviewer.interview import report as reports
@@ -420,6 +445,7 @@ def report(
     if format_ == "pdf" and out is None:
         raise InterviewerError("a PDF needs --out FILE")
     services = _services()
+    session_id = _owned(services, _acting(services, user), session_id)
     built = reports.build(services.session_state(session_id), services.titles, services.settings.llm.prices)
     if format_ == "pdf":
         assert out is not None
@@ -439,14 +465,16 @@ def report(
 def drill(
     topic: Annotated[str | None, typer.Option("--topic", help="Only this topic's weak points.")] = None,
     lang: Annotated[str, typer.Option("--lang", help="zh or en.")] = "zh",
+    user: UserOption = None,
 ) -> None:
     """Practise your weak points: the questions whose criteria are due for review (spaced repetition)."""
     from interviewer.application.plans import weak_plan
 
     services = _services()
-    plan = weak_plan(services.store, services.bank, topic=topic)
+    owner = _acting(services, user)
+    plan = weak_plan(services.store, services.bank, topic=topic, owner=owner)
     state = services.engine().start(
-        plan, mode="practice", lang="en" if lang == "en" else "zh", max_followups=services.settings.interview.max_followups
+        plan, mode="practice", lang="en" if lang == "en" else "zh", max_followups=services.settings.interview.max_followups, owner=owner
     )
     console.print(f"Drill: {', '.join(plan.questions)}")
     _run_terminal(services, state)
@@ -454,14 +482,18 @@ def drill(
 
 @app.command()
 @clean_errors
-def progress(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
-    """Your scores per topic across sessions, and each criterion's review schedule."""
+def progress(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    sessions_: Annotated[int, typer.Option("--sessions", min=1, help="How many of the latest sessions to show.")] = 20,
+    user: UserOption = None,
+) -> None:
+    """Your scores per topic across your latest sessions, and each criterion's review schedule."""
     import time as _time
 
     from interviewer.application.history import History
 
     services = _services()
-    past = History(services.store, services.bank)
+    past = History(services.store, services.bank, _acting(services, user), limit=sessions_)
     history = past.topic_history()
     criteria = past.criterion_history()
     status = past.criterion_status(_time.time())
@@ -512,6 +544,83 @@ def doctor() -> None:
         console.print(("[green]ok[/green]   " if check.ok else "[red]fix[/red]  ") + check.message, markup=True)
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
+
+
+users = typer.Typer(help="Accounts: once one exists, the app asks everyone to sign in and each user sees only their own.")
+app.add_typer(users, name="users")
+
+
+def _read_password(prompt: str) -> str:
+    """The password from standard input: its first line when piped (``--password-stdin``), else
+    typed twice without echo."""
+    if not sys.stdin.isatty():
+        line = sys.stdin.buffer.readline().decode("utf-8", errors="strict").rstrip("\r\n")
+        if not line:
+            raise InterviewerError("no password on standard input (echo PASSWORD | interviewer users add NAME --password-stdin)")
+        return line
+    import getpass
+
+    first = getpass.getpass(f"{prompt}: ")
+    if getpass.getpass("Again: ") != first:
+        raise InterviewerError("the two passwords differ; nothing was changed")
+    return first
+
+
+PasswordStdin = Annotated[bool, typer.Option("--password-stdin", help="Read the password from standard input's first line.")]
+
+
+@users.command("add")
+@clean_errors
+def users_add(name: Annotated[str, typer.Argument(help="The user name to sign in with.")], password_stdin: PasswordStdin = False) -> None:
+    """Create an account. The first one takes over the interviews already on this machine."""
+    from interviewer.application.accounts import Accounts
+
+    del password_stdin  # the password is read from stdin when it is piped, typed otherwise
+    accounts = Accounts(_services().store)
+    first = accounts.add(name, _read_password(f"Password for {name}"))
+    console.print(f"Added user {name}." + (" The interviews already on this machine are now theirs." if first else ""))
+
+
+@users.command("list")
+@clean_errors
+def users_list() -> None:
+    """The accounts, oldest first."""
+    from interviewer.application.accounts import Accounts
+
+    names = Accounts(_services().store).names()
+    typer.echo("\n".join(names) if names else "no accounts: the app opens without a sign-in, on this machine only")
+
+
+@users.command("passwd")
+@clean_errors
+def users_passwd(name: Annotated[str, typer.Argument(help="Whose password.")], password_stdin: PasswordStdin = False) -> None:
+    """Set a new password."""
+    from interviewer.application.accounts import Accounts
+
+    del password_stdin
+    Accounts(_services().store).passwd(name, _read_password(f"New password for {name}"))
+    console.print(f"Password of {name} changed.")
+
+
+@users.command("remove")
+@clean_errors
+def users_remove(
+    name: Annotated[str, typer.Argument(help="The account to delete, with every interview and report of theirs.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask: delete at once.")] = False,
+) -> None:
+    """Delete an account and everything it owns (sessions, answers, reports, review schedule, model setting)."""
+    from interviewer.application.accounts import Accounts
+    from interviewer.application.exports import delete_reports
+
+    services = _services()
+    owned = services.store.count_sessions(name)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InterviewerError(f"this deletes {name} and their {owned} sessions: add --yes to confirm")
+        typer.confirm(f"Delete {name} and their {owned} sessions?", abort=True)
+    for session_id in Accounts(services.store).remove(name):
+        delete_reports(services.settings.home, session_id)
+    console.print(f"Removed user {name} and their {owned} sessions.")
 
 
 def main() -> None:

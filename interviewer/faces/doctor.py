@@ -22,6 +22,7 @@ from interviewer.provider import (
     TextStreamer,
     describe_endpoint,
     list_models,
+    redacted,
 )
 from interviewer.settings import Settings
 
@@ -118,7 +119,7 @@ def run(settings: Settings, source: Source = ENVIRONMENT, lang: str = "en") -> l
         return [Check("endpoint", True, said["offline"].format(unset=source.unset[lang]))]
     url = urlsplit(endpoint.base_url or "")
     if url.scheme not in ("http", "https") or not url.hostname:
-        return [Check("url", False, said["not_url"].format(shown=endpoint.base_url or "", field=source.base_url[lang]))]
+        return [Check("url", False, said["not_url"].format(shown=redacted(endpoint.base_url or ""), field=source.base_url[lang]))]
     where = describe_endpoint(settings)
     model = endpoint.model or DEFAULT_MODEL
     checks: list[Check] = []

@@ -36,7 +36,8 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "model": "模型",
         "model_help": (
             "任何 OpenAI 兼容的接口（OpenAI、vLLM、Ollama、DeepSeek、Qwen……）都可以负责评分和追问；"
-            "不配置时离线评分。在这里填写并通过检查后，本服务器之后开始的面试都会使用它。"
+            "不配置时离线评分。在这里填写你自己的接口（地址和它的 key）并通过检查后，你之后开始的面试都会使用它；"
+            "只对你生效，key 不会显示回来。"
         ),
         "base_url": "接口地址（Base URL）",
         "model_name": "模型名",
@@ -44,7 +45,8 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "check": "检查连接并使用",
         "check_ok": "正常：",
         "check_fix": "**需修正**：",
-        "switched": "本服务器上新开始的面试将使用这个模型。",
+        "switched": "你之后开始的面试将使用这个模型（已开始的面试保持原来的评分方式）。",
+        "own_url_needed": "要换模型，请填写你自己的接口地址（和它的 key）：服务器的接口只按服务器的配置使用。",
         "history": "历史记录",
         "resume_id": "要恢复的会话 id",
         "resume": "恢复",
@@ -95,8 +97,8 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "model": "Model",
         "model_help": (
             "An OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, DeepSeek, Qwen …) grades and asks the "
-            "follow-ups; without one, grading is offline. Once the check passes, this server's new "
-            "interviews use it."
+            "follow-ups; without one, grading is offline. Type your own endpoint (its URL and its key): once the "
+            "check passes, the interviews you start from then on use it. It is yours alone; the key is never shown back."
         ),
         "base_url": "Base URL",
         "model_name": "Model",
@@ -104,7 +106,10 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "check": "Check connection and use",
         "check_ok": "ok: ",
         "check_fix": "**fix**: ",
-        "switched": "New interviews on this server now use this model.",
+        "switched": "The interviews you start from now on use this model (those already started keep theirs).",
+        "own_url_needed": (
+            "To use another model, type your own endpoint's URL (and its key): the server's endpoint is used only as the server set it."
+        ),
         "history": "History",
         "resume_id": "Session id to resume",
         "resume": "Resume",

@@ -19,6 +19,7 @@ from interviewer.errors import InterviewerError
 from interviewer.interview.engine import Engine
 from interviewer.interview.plan import Plan, PlanKind
 from interviewer.interview.state import SessionState
+from interviewer.interview.store import LOCAL
 
 
 class ScriptedAnswer(BaseModel):
@@ -57,8 +58,8 @@ def plan_for(script: dict[str, ScriptedAnswer], bank: Bank) -> Plan:
     return Plan(kind, "rounds " + ", ".join(map(str, rounds)), questions)
 
 
-def run(engine: Engine, script: dict[str, ScriptedAnswer], lang: Lang, max_followups: int) -> SessionState:
-    state = engine.start(plan_for(script, engine.bank), mode="interview", lang=lang, max_followups=max_followups)
+def run(engine: Engine, script: dict[str, ScriptedAnswer], lang: Lang, max_followups: int, owner: str = LOCAL) -> SessionState:
+    state = engine.start(plan_for(script, engine.bank), mode="interview", lang=lang, max_followups=max_followups, owner=owner)
     used: dict[str, int] = {}
     while True:
         prompt = state.prompt

@@ -21,7 +21,7 @@ from typing import Any
 
 import gradio as gr
 
-from interviewer.application.exports import report_files
+from interviewer.application.exports import REPORTS, delete_session, report_files
 from interviewer.application.grading import GradingWorker
 from interviewer.application.history import History
 from interviewer.application.labels import grader_line
@@ -45,16 +45,17 @@ from interviewer.grading.offline import limitation_note
 from interviewer.interview import report as reports
 from interviewer.interview.engine import Committed, Engine
 from interviewer.interview.state import Exchange, Prompt, SessionState, format_clock
-from interviewer.interview.store import StaleMove, Turn
+from interviewer.interview.store import LOCAL, SavedEndpoint, SessionRow, StaleMove, Store, Turn
 from interviewer.interview.verbatim import fence, mark_identifiers
 from interviewer.interview.verbatim import markdown as said_markdown
 from interviewer.pools import start_all
 from interviewer.services import Services
-from interviewer.settings import Settings
+from interviewer.settings import EndpointSettings, Settings
 
 # Threads for the page's handlers: a live turn mostly waits on the model (its stream, a practice
 # card's grade), so a server holds many at once; Gradio's default of 40 would queue candidates.
 MAX_THREADS = 256
+OPENAI_URL = "https://api.openai.com/v1"
 STREAM_INTERVAL_S = 0.1
 PLAYBACK_KEPT_S = 60.0  # how long a spoken turn's steps stay for a page that follows it late
 MODES = ["interview", "practice"]
@@ -165,9 +166,12 @@ class Handlers:
     """The app's event handlers, each a plain method returning plain values."""
 
     def __init__(self, services: Services):
-        self.services = services
-        # grades are computed in the background, many at once (they wait on the model, not the CPU)
-        self.worker = GradingWorker(lambda: self.engine, services.settings.llm.grading_workers)
+        self.services = services  # the server's: its settings and its endpoint, as the server configured them
+        self._own: dict[str, Services] = {}  # a user's own endpoint, for that user's sessions only
+        self._own_lock = threading.Lock()
+        # grades are computed in the background, many at once (they wait on the model, not the CPU),
+        # each by its session's engine (the server's model or the owner's own)
+        self.worker = GradingWorker(self._turn_engine, services.settings.llm.grading_workers)
         # each answer's turn is spoken once, on these threads, from its commit (see Playback); a
         # reload or a second tab leaves a turn still being spoken to it, and one whose turn died
         # with a previous process is decided at once
@@ -197,7 +201,8 @@ class Handlers:
             if existing is not None:
                 return existing
             playback = self._playbacks[turn_id] = Playback()
-        steps = speak(self.engine, self.services.interviewer, committed, self.worker)
+        services = self._session_services(committed.before.row)
+        steps = speak(services.engine(), services.interviewer, committed, self.worker)
         self._speakers.submit(playback.run, steps)
         return playback
 
@@ -206,81 +211,137 @@ class Handlers:
         return self.services.settings
 
     @property
-    def engine(self) -> Engine:
-        return self.services.engine()
+    def store(self) -> Store:
+        return self.services.store
 
     @property
-    def badge(self) -> str:
-        return f"**{grader_line(self.settings)}**"
+    def engine(self) -> Engine:
+        """The server's engine (the server's model, or offline)."""
+        return self.services.engine()
 
-    def check_model(self, base_url: str = "", model: str = "", api_key: str = "", lang: PageLang = "en") -> tuple[str, str, str]:
-        """Check an endpoint; when every check passes, new interviews on this server use it.
+    # -- whose model: the server's, or a user's own ------------------------------------------------
+    def _user_services(self, user: str) -> Services | None:
+        """The parts with the user's own endpoint, if the user set one (kept in the store, so it
+        outlives a restart); None: the user has none."""
+        with self._own_lock:
+            if user in self._own:
+                return self._own[user]
+        saved = self.store.saved_endpoint(user)
+        if saved is None:
+            return None
+        own = self.services.with_endpoint(_endpoint(saved.base_url, saved.model, saved.api_key))
+        with self._own_lock:
+            return self._own.setdefault(user, own)
 
+    def _session_services(self, row: SessionRow) -> Services:
+        """The parts a session is graded and spoken with: its owner's own endpoint if it was
+        started on it, else the server's. A session started on the server's endpoint never moves
+        to another one, and an own endpoint is never used for anyone else's session."""
+        if row.endpoint == "own":
+            own = self._user_services(row.owner)
+            return own if own is not None else self.services.with_endpoint(_endpoint(None, None, None))  # offline, said on the badge
+        return self.services
+
+    def _session_engine(self, session_id: str) -> Engine:
+        return self._session_services(self.store.session(session_id)).engine()
+
+    def _turn_engine(self, turn_id: int) -> Engine:
+        return self._session_engine(self.store.turn(turn_id).session_id)
+
+    def badge(self, user: str = LOCAL, lang: PageLang | None = None) -> str:
+        """Which grader the user's new interviews get."""
+        services = self._user_services(user) or self.services
+        return f"**{grader_line(services.settings, lang)}**"
+
+    def check_model(
+        self, base_url: str = "", model: str = "", api_key: str = "", lang: PageLang = "en", *, user: str = LOCAL
+    ) -> tuple[str, str, str]:
+        """Check an endpoint; when every check passes, the interviews this user starts from then on
+        use it. With nothing typed, the server's own endpoint is checked (and nothing changes).
+
+        A URL typed here is used only with the key typed beside it, never with the server's key, and
+        the server's endpoint only as the server configured it: typing only a model name is refused.
         Returns the result (in the page's language), the badge, and an empty key box: the key is
         never shown back."""
-        from pydantic import SecretStr
-
         from interviewer.faces.doctor import ENVIRONMENT, FORM, run
-        from interviewer.settings import EndpointSettings
 
-        candidate = self.settings
-        typed = bool(base_url.strip() or model.strip() or api_key.strip())
-        if typed:
-            endpoint = EndpointSettings(
-                base_url=base_url.strip() or self.settings.endpoint.base_url,
-                api_key=SecretStr(api_key.strip()) if api_key.strip() else self.settings.endpoint.api_key,
-                model=model.strip() or self.settings.endpoint.model,
-            )
-            candidate = self.settings.model_copy(update={"endpoint": endpoint})
-        from_environment = not typed and self.settings.endpoint.configured  # what a fix must point to
-        checks = run(candidate, ENVIRONMENT if from_environment else FORM, lang)
         w = WORDS[lang]
+        base_url, model, api_key = (base_url or "").strip(), (model or "").strip(), (api_key or "").strip()
+        if not (base_url or model or api_key):  # the server's endpoint, as configured
+            source = ENVIRONMENT if self.settings.endpoint.configured else FORM
+            checks = run(self.settings, source, lang)
+            result = "\n".join("- " + (w["check_ok"] if c.ok else w["check_fix"]) + c.message for c in checks)
+            return result, self.badge(user, lang), ""
+        if not (base_url or api_key):
+            return "- " + w["check_fix"] + w["own_url_needed"], self.badge(user, lang), ""
+        # no URL typed: OpenAI's own, written out (a client left without one reads the server's OPENAI_BASE_URL)
+        base_url = base_url or OPENAI_URL
+        endpoint = _endpoint(base_url, model or None, api_key or None)
+        candidate = self.services.with_endpoint(endpoint)
+        checks = run(candidate.settings, FORM, lang)
         result = "\n".join("- " + (w["check_ok"] if c.ok else w["check_fix"]) + c.message for c in checks)
-        if candidate is not self.settings and all(c.ok for c in checks):
-            self.services = Services(candidate, store=self.services.store)
+        if all(c.ok for c in checks):
+            self.store.save_endpoint(user, SavedEndpoint(base_url, model or None, api_key or None), time.time())
+            with self._own_lock:
+                self._own[user] = candidate
             result += "\n\n" + w["switched"]
-        return result, self.badge, ""
+        return result, self.badge(user, lang), ""
 
-    def _state(self, session_id: str) -> SessionState:
+    def _owned(self, session_id: str, user: str) -> str:
+        """The session id, once it is known to be the user's: another user's session is answered
+        exactly as one that does not exist."""
+        session_id = (session_id or "").strip()
         if not session_id:
             raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        return self.engine.open(session_id, grade=False, leave=self._live_turns())
+        if self.store.owner_of(session_id) != user:
+            raise InterviewerError(f"no session '{session_id}' · 没有这个会话")
+        return session_id
+
+    def _state(self, session_id: str, user: str) -> SessionState:
+        session_id = self._owned(session_id, user)
+        return self._session_engine(session_id).open(session_id, grade=False, leave=self._live_turns())
 
     # -- events ------------------------------------------------------------------------------------
-    def start(self, plan: str, question: str | None, topic: str | None, mode: str, lang: str) -> View:
+    def start(self, plan: str, question: str | None, topic: str | None, mode: str, lang: str, *, user: str = LOCAL) -> View:
+        """A new interview of the user's, on the user's own endpoint if one is set, else the server's."""
         kind, _, number = plan.partition(" ")
         value = {"round": number, "question": question or "", "topic": topic or ""}.get(kind)
-        chosen = select_plan(self.services.store, self.services.bank, kind, value)
-        state = self.engine.start(
-            chosen,
-            mode="practice" if mode == "practice" else "interview",
-            lang="en" if lang == "en" else "zh",
-            max_followups=self.settings.interview.max_followups,
+        chosen = select_plan(self.store, self.services.bank, kind, value, owner=user)
+        own = self._user_services(user)
+        state = (
+            (own or self.services)
+            .engine()
+            .start(
+                chosen,
+                mode="practice" if mode == "practice" else "interview",
+                lang="en" if lang == "en" else "zh",
+                max_followups=self.settings.interview.max_followups,
+                owner=user,
+                endpoint="own" if own is not None else "server",
+            )
         )
         return self.view(state)
 
-    def left_behind(self, session_id: str) -> SessionState | None:
+    def left_behind(self, session_id: str, *, user: str = LOCAL) -> SessionState | None:
         """The interview a Start would leave behind: one on screen that has answers and is not over.
         One with no answers yet is deleted instead (it holds nothing of the candidate's, and each
         Start left another "active" row in the history)."""
-        if not session_id:
-            return None
         try:
+            session_id = self._owned(session_id, user)
             state = self.engine.state(session_id)
         except InterviewerError:
             return None
         if state.prompt.kind == "end":
             return None
         if not state.turns:
-            self.services.store.delete_session(session_id)
+            delete_session(self.store, self.settings.home, session_id)
             return None
         return state
 
-    def resume(self, session_id: str) -> View:
+    def resume(self, session_id: str, *, user: str = LOCAL) -> View:
         """Come back to a session: the time away does not count against the round."""
-        if not session_id.strip():
-            raise InterviewerError(TEXT["zh"]["start_first"] + " " + TEXT["en"]["start_first"])
-        state = self.engine.resume(session_id.strip(), grade=False, leave=self._live_turns())
+        session_id = self._owned(session_id, user)
+        state = self._session_engine(session_id).resume(session_id, grade=False, leave=self._live_turns())
         for turn in state.grading:  # after a restart: what was left pending is graded again, once
             self.worker.submit(turn.id)
         return self.view(state, latest=self._last_card(state))  # in practice, the last card is back after a reload
@@ -295,23 +356,23 @@ class Handlers:
     # so a second tab or a double click cannot answer a prompt it never showed (StaleMove).
     # Answering is two events: ``commit`` stores the answer straight away (outside the event queue),
     # and ``follow`` then plays the turn: the interviewer's words as they come, the grade alongside.
-    def commit(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
+    def commit(self, session_id: str, answer: str, code: str = "", at: int | None = None, *, user: str = LOCAL) -> View:
         """Store the answer; the view shows it, with the interviewer about to speak."""
-        state = self._state(session_id)
+        state = self._state(session_id, user)
         text = _answer_text(answer, code)
         if not text:
             return self.refused(state, TEXT[state.lang]["empty"])
-        committed = self.engine.commit(state.id, "answer", text, at=at)
+        committed = self._session_engine(state.id).commit(state.id, "answer", text, at=at)
         self._grade_soon(committed)
         self._speak(committed)
         return replace(self.view(committed.deciding, thinking=True), playing=committed.turn.id)
 
-    def commit_retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> View:
-        state = self._state(session_id)
+    def commit_retry(self, session_id: str, answer: str, code: str = "", at: int | None = None, *, user: str = LOCAL) -> View:
+        state = self._state(session_id, user)
         text = _answer_text(answer, code)
         if not text:
             return self.refused(state, TEXT[state.lang]["empty"])
-        committed = self.engine.commit_retry(state.id, text, at=at)
+        committed = self._session_engine(state.id).commit_retry(state.id, text, at=at)
         self._grade_soon(committed)
         self._speak(committed)
         return replace(self.view(committed.deciding, thinking=True), playing=committed.turn.id)
@@ -323,17 +384,18 @@ class Handlers:
     def _grade_soon(self, committed: Committed) -> None:
         """A model grade starts with the commit, not when the turn's event gets its thread: under load
         that is seconds earlier (the turn decides on its own; offline the turn grades at once)."""
-        if not self.engine.grades_at_once:
+        if not self._session_services(committed.before.row).engine().grades_at_once:
             self.worker.submit(committed.turn.id, decide_first=False)
 
-    def follow(self, session_id: str, turn_id: int | None) -> Iterator[View]:
+    def follow(self, session_id: str, turn_id: int | None, *, user: str = LOCAL) -> Iterator[View]:
         """Show the turn a commit began (``turn_id``; none when the commit was refused), as it is
         spoken: the follow-up as the interviewer words it, view by view, then the next prompt as
         stored; in practice mode the feedback card when it is ready."""
-        engine = self.engine
-        state = engine.state(session_id) if session_id and turn_id is not None else None
-        if state is None:
+        if not session_id or turn_id is None:
             return
+        session_id = self._owned(session_id, user)
+        engine = self._session_engine(session_id)
+        state = engine.state(session_id)
         turn = next((t for t in state.turns if t.id == turn_id), None)
         with self._playbacks_lock:
             playback = self._playbacks.get(turn.id) if turn is not None else None
@@ -357,49 +419,53 @@ class Handlers:
             for step in settle(engine, decided, self.worker, grade_wait_s=self.settings.llm.grade_budget_s + 5):
                 yield self.step_view(step)
 
-    def answer(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
+    def answer(self, session_id: str, answer: str, code: str = "", at: int | None = None, *, user: str = LOCAL) -> Iterator[View]:
         """Both events in one (for callers without a page): commit, then follow."""
-        committed = self.commit(session_id, answer, code, at)
+        committed = self.commit(session_id, answer, code, at, user=user)
         yield committed
-        yield from self.follow(session_id, committed.playing)
+        yield from self.follow(session_id, committed.playing, user=user)
 
-    def retry(self, session_id: str, answer: str, code: str = "", at: int | None = None) -> Iterator[View]:
-        committed = self.commit_retry(session_id, answer, code, at)
+    def retry(self, session_id: str, answer: str, code: str = "", at: int | None = None, *, user: str = LOCAL) -> Iterator[View]:
+        committed = self.commit_retry(session_id, answer, code, at, user=user)
         yield committed
-        yield from self.follow(session_id, committed.playing)
+        yield from self.follow(session_id, committed.playing, user=user)
 
-    def skip(self, session_id: str, at: int | None = None) -> View:
-        return self.view(self.engine.skip(self._state(session_id).id, at=at).state)
+    def skip(self, session_id: str, at: int | None = None, *, user: str = LOCAL) -> View:
+        state = self._state(session_id, user)
+        return self.view(self._session_engine(state.id).skip(state.id, at=at).state)
 
-    def dont_know(self, session_id: str, at: int | None = None) -> View:
-        outcome = self.engine.dont_know(self._state(session_id).id, at=at)
+    def dont_know(self, session_id: str, at: int | None = None, *, user: str = LOCAL) -> View:
+        state = self._state(session_id, user)
+        outcome = self._session_engine(state.id).dont_know(state.id, at=at)
         view = self.view(outcome.state)
         passed = next((x.turn for x in outcome.state.exchanges if x.turn.id == outcome.turn_id), None)
         if outcome.state.mode == "practice" and passed is not None and passed.question_id:
             view = replace(view, feedback=reference_card(outcome.state, passed))
         return view
 
-    def proceed(self, session_id: str, at: int | None = None) -> View:
-        return self.view(self.engine.proceed(self._state(session_id).id, at=at))
+    def proceed(self, session_id: str, at: int | None = None, *, user: str = LOCAL) -> View:
+        state = self._state(session_id, user)
+        return self.view(self._session_engine(state.id).proceed(state.id, at=at))
 
-    def current(self, session_id: str) -> View:
+    def current(self, session_id: str, *, user: str = LOCAL) -> View:
         """The session as it stands, for a tab whose view fell behind."""
-        return self.view(self._state(session_id))
+        return self.view(self._state(session_id, user))
 
-    def current_state(self, session_id: str) -> SessionState:
-        return self._state(session_id)
+    def current_state(self, session_id: str, *, user: str = LOCAL) -> SessionState:
+        return self._state(session_id, user)
 
-    def clock(self, session_id: str) -> Any:
+    def clock(self, session_id: str, *, user: str = LOCAL) -> Any:
         """The progress line again, so the round's time left keeps counting down on screen."""
         if not session_id:
             return gr.skip()
         try:
-            return self._progress(self.engine.state(session_id))
+            return self._progress(self.engine.state(self._owned(session_id, user)))
         except InterviewerError:
             return gr.skip()
 
-    def history(self) -> History:
-        return History(self.services.store, self.services.bank)
+    def history(self, *, user: str = LOCAL) -> History:
+        """The user's own history, its newest page."""
+        return History(self.store, self.services.bank, owner=user)
 
     # -- the view ----------------------------------------------------------------------------------
     def step_view(self, step: Step) -> View:
@@ -434,7 +500,7 @@ class Handlers:
         if prompt.kind == "end" and state.grading:
             report_md = t["finishing"].format(n=len(state.grading))
         elif prompt.kind == "end":
-            built, html_path, pdf_path = report_files(self.settings.home / "reports", state, self.services.titles, self.settings.llm.prices)
+            built, html_path, pdf_path = report_files(self.settings.home / REPORTS, state, self.services.titles, self.settings.llm.prices)
             report_md, report_file, report_pdf = reports.markdown(built), str(html_path), str(pdf_path) if pdf_path else None
         return View(
             session_id=state.id,
@@ -458,7 +524,7 @@ class Handlers:
     def _progress(self, state: SessionState) -> str:
         t = TEXT[state.lang]
         prompt = state.prompt
-        progress = f"**{grader_line(self.settings, state.lang)}**\n\n"
+        progress = f"**{grader_line(self._session_services(state.row).settings, state.lang)}**\n\n"
         if prompt.round_title:
             progress += f"**{prompt.round_title}** · {t['question'].format(n=prompt.number, total=prompt.total)}"
             if prompt.time_left_s is not None:
@@ -514,6 +580,20 @@ def _answer_text(answer: str, code: str) -> str:
     return "\n\n".join(part for part in (answer.strip(), kernel) if part)
 
 
+def _endpoint(base_url: str | None, model: str | None, api_key: str | None) -> EndpointSettings:
+    """An endpoint made of these values alone: nothing is read from the environment (the server's
+    ``OPENAI_*``), so a user's endpoint never carries the server's key."""
+    from pydantic import SecretStr
+
+    return EndpointSettings.model_construct(base_url=base_url, model=model, api_key=SecretStr(api_key) if api_key else None)
+
+
+def user_of(request: gr.Request | None) -> str:
+    """Whom a page's event acts for: the signed-in user, or the local user of a server without sign-in."""
+    name = getattr(request, "username", None) if request is not None else None
+    return str(name) if name else LOCAL
+
+
 def browser_secret(home: Path) -> str:
     """The key that encrypts the session id kept in the browser. It must outlive the server, or a
     restart would make every browser's saved session unreadable; so it lives in the data folder."""
@@ -525,9 +605,60 @@ def browser_secret(home: Path) -> str:
     return path.read_text(encoding="utf-8").strip()
 
 
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def on_loopback(host: str) -> bool:
+    """True when ``host`` is reachable from this machine only."""
+    import ipaddress
+
+    if host.strip("[]").lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to, it is not known to be loopback
+
+
+def serve(
+    services: Services, host: str | None = None, share: bool = False, credentials: tuple[str, str] | None = None, progress: bool = True
+) -> None:
+    """Serve the app as ``python app.py`` and ``interviewer serve`` do, behind a sign-in whenever
+    one is needed: when any account exists (each user then sees only their own), with ``--auth``,
+    and always before listening beyond loopback or opening a public link (``--share``,
+    ``GRADIO_SHARE``, ``--host`` or ``GRADIO_SERVER_NAME`` not on loopback), which is refused
+    without one."""
+    import hmac
+
+    from interviewer.application.accounts import Accounts
+
+    host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
+    share = share or os.environ.get("GRADIO_SHARE", "").strip().lower() in {"1", "true", "yes", "on"}
+    accounts = Accounts(services.store)
+    signed_in = bool(accounts.names()) or credentials is not None
+    if not signed_in and (share or not on_loopback(host)):
+        reach = "a public link" if share else f"listening on {host} (beyond this machine)"
+        raise InterviewerError(
+            f"{reach} needs a sign-in: add an account with `interviewer users add NAME --password-stdin`, or pass --auth user:password"
+        )
+
+    from interviewer.application.startup import ready_index, warm
+
+    if note := ready_index(services, progress=progress):  # after the refusal: a refused start builds nothing
+        print(note, flush=True)
+    warm(services)
+
+    def check(user: str, password: str) -> bool:
+        if credentials is not None and hmac.compare_digest(user.encode(), credentials[0].encode()):
+            return hmac.compare_digest(password.encode(), credentials[1].encode())
+        return accounts.verify(user, password)
+
+    launch(create(services), server_name=host, share=share, auth=check if signed_in else None)
+
+
 def launch(demo: gr.Blocks, **options: Any) -> None:
-    """Serve the page as ``python app.py`` and ``interviewer serve`` do: the page's own script
-    first in its head (see ``page_script``), and enough threads for candidates waiting on a model."""
+    """Start the page's server: the page's own script first in its head (see ``page_script``), and
+    enough threads for candidates waiting on a model."""
     from starlette.middleware import Middleware
 
     from interviewer.faces import look
@@ -538,12 +669,14 @@ def launch(demo: gr.Blocks, **options: Any) -> None:
         max_threads=MAX_THREADS, app_kwargs=middleware, theme=look.theme(), css=look.CSS, quiet=True, prevent_thread_lock=True, **options
     )
     # Gradio's own start-up lines advise `share=True` in code, which would open a public link with no
-    # login; the product's lines name the address and the command that shares behind a login
+    # login; the product's lines name the address and the commands that share behind a sign-in
     print(f"Open {demo.local_url} in a browser (Ctrl-C stops the server).", flush=True)
+    if options.get("auth") is not None:
+        print("Sign-in required: each user sees only their own interviews.", flush=True)
     if demo.share_url:
-        print(f"Public link, behind the login: {demo.share_url}", flush=True)
+        print(f"Public link, behind the sign-in: {demo.share_url}", flush=True)
     else:
-        print("To share it, behind a login: interviewer serve --share --auth user:password", flush=True)
+        print("To share it, behind a sign-in: interviewer users add NAME --password-stdin, then interviewer serve --share", flush=True)
     demo.block_thread()
 
 
@@ -571,7 +704,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 model_key = gr.Textbox(label=w["api_key"], type="password")
                 check = gr.Button(w["check"])
                 check_result = gr.Markdown()
-        progress = gr.Markdown(handlers.badge, elem_id="progress")  # pinned to the top: the clock stays in sight
+        progress = gr.Markdown(handlers.badge(), elem_id="progress")  # pinned to the top: the clock stays in sight
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=360):  # the conversation
                 chat = gr.Chatbot([welcome("en")], height="58vh", min_height=360, label=w["chat"], latex_delimiters=[])
@@ -678,9 +811,10 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             )
 
         def guarded(handler: Any) -> Any:
-            def run(*args: Any) -> Iterator[tuple[Any, ...]]:
+            def run(request: gr.Request, *args: Any) -> Iterator[tuple[Any, ...]]:
+                user = user_of(request)
                 try:
-                    result = handler(*args)
+                    result = handler(*args, user=user)
                     shown = False
                     for view in [result] if isinstance(result, View) else result:
                         shown = True
@@ -688,26 +822,26 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                     if not shown:  # nothing to show (a follow after a refused submit): leave the page as it is
                         yield (gr.skip(),) * len(outputs)
                 except StaleMove as exc:  # another tab or a second click moved first: show where things are
-                    yield show(handlers.refused(handlers.current_state(args[0]), str(exc)))
+                    yield show(handlers.refused(handlers.current_state(args[0], user=user), str(exc)))
                 except InterviewerError as exc:
                     raise gr.Error(str(exc)) from None
 
             run.__name__ = handler.__name__
             return run
 
-        def refresh_history(chosen: str) -> tuple[Any, Any, Any, Any]:
-            return history_frames(handlers.history(), page_lang(chosen))
+        def refresh_history(chosen: str, request: gr.Request) -> tuple[Any, Any, Any, Any]:
+            return history_frames(handlers.history(user=user_of(request)), page_lang(chosen))
 
-        def pick(event: gr.SelectData) -> Iterator[tuple[Any, ...]]:
+        def pick(event: gr.SelectData, request: gr.Request) -> Iterator[tuple[Any, ...]]:
             """A click on a history row resumes that session (its id is the row's last cell)."""
             row = event.row_value or []
-            yield from guarded(handlers.resume)(str(row[-1]) if row else "")
+            yield from guarded(handlers.resume)(request, str(row[-1]) if row else "")
 
         labelled = [title, lang, plan, question, topic, mode, start, model_panel, model_help, model_url, model_name]
         labelled += [model_key, check, history_panel, resume_id, resume, chart, topic_chart, weakest, chat, answer, code]
         labelled += [submit, dont_know, skip, retry, proceed, progress]
 
-        def relabel(chosen: str, saved: str) -> tuple[Any, ...]:
+        def relabel(chosen: str, saved: str, request: gr.Request) -> tuple[Any, ...]:
             """Every control in the chosen language; before any interview, the welcome in it too."""
             lang_ = page_lang(chosen)
             w = WORDS[lang_]
@@ -736,7 +870,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 gr.update(label=w["answer"], placeholder=w["placeholder"]),
                 gr.update(label=w["code"]),
                 *(w[name] for name in ("submit", "dont_know", "skip", "retry", "proceed")),
-                f"**{grader_line(handlers.settings, lang_)}**" if idle else gr.skip(),
+                handlers.badge(user_of(request), lang_) if idle else gr.skip(),
             )
 
         def drill_pickers(chosen: str) -> tuple[Any, Any]:
@@ -755,11 +889,11 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
 
         keep_choices = [outputs.index(lang), outputs.index(mode)]  # what the candidate just picked for the next one
 
-        def start_or_warn(*args: Any) -> Iterator[tuple[Any, ...]]:
+        def start_or_warn(request: gr.Request, *args: Any) -> Iterator[tuple[Any, ...]]:
             """Start, unless an interview with answers is still running on this page: the first
             Start says so (it stays in History), the second one starts the new interview."""
             *choices_, saved, warned_about = args
-            running = handlers.left_behind(saved)
+            running = handlers.left_behind(saved, user=user_of(request))
             if running is not None and warned_about != saved:
                 notice = TEXT[page_lang(choices_[-1])]["running"].format(answered=sum(t.kind == "answer" for t in running.turns))
                 gr.Warning(notice)
@@ -768,7 +902,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                     shown[index] = gr.skip()
                 yield (*shown, saved)
                 return
-            for shown_ in guarded(handlers.start)(*choices_):
+            for shown_ in guarded(handlers.start)(request, *choices_):
                 yield (*shown_, "")
 
         warned = gr.State("")  # the session this page last warned a Start would leave
@@ -792,10 +926,14 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         resume.click(guarded(handlers.resume), [resume_id], outputs, api_name="resume").success(
             out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
         )
-        gr.Timer(15).tick(handlers.clock, [session_id], progress, api_visibility="undocumented", queue=False)
 
-        def check_model(base_url: str, model: str, api_key: str, chosen: str) -> tuple[str, str, str]:
-            return handlers.check_model(base_url, model, api_key, page_lang(chosen))
+        def clock(saved: str, request: gr.Request) -> Any:
+            return handlers.clock(saved, user=user_of(request))
+
+        gr.Timer(15).tick(clock, [session_id], progress, api_visibility="undocumented", queue=False)
+
+        def check_model(base_url: str, model: str, api_key: str, chosen: str, request: gr.Request) -> tuple[str, str, str]:
+            return handlers.check_model(base_url, model, api_key, page_lang(chosen), user=user_of(request))
 
         check.click(check_model, [model_url, model_name, model_key, lang], [check_result, progress, model_key], api_name="check_model")
 
@@ -805,7 +943,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             if not saved:
                 return tuple(first_visit)
             try:
-                return show(replace(handlers.resume(saved), keep_draft=True))  # the draft is the page's (below)
+                return show(replace(handlers.resume(saved, user=user_of(request)), keep_draft=True))  # the draft is the page's (below)
             except InterviewerError:
                 return tuple(first_visit)
 
@@ -872,5 +1010,5 @@ def create(services: Services | None = None) -> gr.Blocks:
     os.environ.setdefault("GRADIO_TEMP_DIR", str((Path(tempfile.gettempdir()) / "gradio").resolve()))
     handlers = Handlers(services)
     handlers.start_threads()
-    handlers.worker.resume()  # what a restart left ungraded is graded now, once
+    handlers.worker.resume(services.store)  # what a restart left ungraded is graded now, once
     return build(handlers, secret=browser_secret(services.settings.home))
