@@ -42,6 +42,7 @@ bench: install-test
 	$(PY) benchmarks/bench_retrieval.py
 	$(PY) benchmarks/bench_grader.py
 	$(PY) benchmarks/bench_session.py
+	$(PY) benchmarks/bench_history.py
 	$(PY) benchmarks/bench_llm.py
 	$(PY) benchmarks/recorded_model.py replay ../shared/eval/dev-answers.jsonl --name dev
 	$(PY) benchmarks/recorded_model.py replay benchmarks/holdout-answers.jsonl --name holdout

@@ -80,7 +80,7 @@ class History:
 
     def latest_scores(self) -> dict[str, float]:
         """Each question's latest main-answer score across all the user's sessions (not just the page)."""
-        return self.store.latest_scores(self.owner)
+        return self.store.latest_scores([q.id for q in self.bank.questions], self.owner)
 
     def weakest_topics(self, limit: int = 8) -> list[tuple[str, float, int]]:
         """(topic, mean of its questions' latest scores, questions), weakest first."""

@@ -635,16 +635,20 @@ class Store:
             by_session[row[0]].append(TurnScore(*row))
         return by_session
 
-    def latest_scores(self, owner: str = LOCAL) -> dict[str, float]:
-        """Each question's latest graded main-answer score across the owner's sessions."""
-        rows = self.db.execute(
-            "SELECT question_id, score FROM (SELECT t.question_id, t.score, ROW_NUMBER() OVER"
-            " (PARTITION BY t.question_id ORDER BY t.answered_at DESC, t.id DESC) AS latest"
-            " FROM turns t JOIN sessions s ON s.id = t.session_id"
-            " WHERE s.owner = ? AND t.followup_id IS NULL AND t.question_id IS NOT NULL AND t.score IS NOT NULL) WHERE latest = 1",
-            (owner,),
-        )
-        return {row[0]: float(row[1]) for row in rows}
+    def latest_scores(self, question_ids: list[str], owner: str = LOCAL) -> dict[str, float]:
+        """Each question's latest graded main-answer score across the owner's sessions: one lookup a
+        question, walking its answers newest first on ``turns_by_question`` until one is the owner's
+        (a window over every answer took 160 ms at 2,000 sessions)."""
+        latest: dict[str, float] = {}
+        for question_id in question_ids:
+            row = self.db.execute(
+                "SELECT t.score FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.question_id = ? AND s.owner = ?"
+                " AND t.followup_id IS NULL AND t.score IS NOT NULL ORDER BY t.answered_at DESC, t.id DESC LIMIT 1",
+                (question_id, owner),
+            ).fetchone()
+            if row is not None:
+                latest[question_id] = float(row[0])
+        return latest
 
     # -- the review schedule (spaced repetition) -------------------------------------------------
     def review(self, key: str, owner: str = LOCAL) -> Schedule | None:
