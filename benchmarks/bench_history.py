@@ -25,6 +25,8 @@ from interviewer.interview.store import Store
 from interviewer.services import Services
 from interviewer.settings import Settings
 
+ANSWER = "an answer " * 40
+
 
 def fill(store: Store, services: Services, owner: str, sessions: int, turns: int) -> None:
     """Sessions as the engine leaves them: the full plan, main answers and follow-ups, each graded."""
