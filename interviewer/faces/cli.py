@@ -576,9 +576,11 @@ def users_add(name: Annotated[str, typer.Argument(help="The user name to sign in
     from interviewer.application.accounts import Accounts
 
     del password_stdin  # the password is read from stdin when it is piped, typed otherwise
-    accounts = Accounts(_services().store)
-    first = accounts.add(name, _read_password(f"Password for {name}"))
-    console.print(f"Added user {name}." + (" The interviews already on this machine are now theirs." if first else ""))
+    store = _services().store
+    local = store.count_sessions()  # what the first account takes over
+    first = Accounts(store).add(name, _read_password(f"Password for {name}"))
+    taken = f" The {local} interviews already on this machine are now theirs." if first and local else ""
+    console.print(f"Added user {name}.{taken} The app now asks everyone to sign in.")
 
 
 @users.command("list")
