@@ -46,7 +46,14 @@ def dev_candidate(kind: str, q16: str) -> dict[str, ScriptedAnswer]:
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("INTERVIEWER_HOME", str(home))
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "INTERVIEWER_MODEL"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_BASE",
+        "INTERVIEWER_MODEL",
+        "INTERVIEWER_CHROMA_URL",
+        "INTERVIEWER_INDEX__CHROMA_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
     return home
 

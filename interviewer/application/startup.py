@@ -16,7 +16,7 @@ def ready_index(services: Services, progress: bool) -> str | None:
     Chroma's native code can crash (SIGSEGV) instead of exiting with code 1."""
     _ = services.store
     index = services.index
-    if not index.path.exists():
+    if not index.shared and not index.path.exists():  # a Chroma server's index is brought up to date like a later start
         report = index.build(progress=progress)
         return f"knowledge index built: {report.passages} passages"
     threading.Thread(target=index.ensure_current, name="index-refresh", daemon=True).start()

@@ -198,8 +198,9 @@ def _server_error(action: str, server: ChromaServer, exc: Exception) -> Intervie
         return server.unreachable(str(exc) or exc.__class__.__name__)
     if isinstance(exc, OSError):
         return StorageError(exc)
+    detail = " ".join(str(exc).split())  # the server's reply can span lines
     return KnowledgeIndexError(
-        f"the Chroma server at {server.url} could not {action} the knowledge index: {exc.__class__.__name__}: {exc}. "
+        f"the Chroma server at {server.url} could not {action} the knowledge index: {exc.__class__.__name__}: {detail}. "
         "See the server's log; `interviewer index --rebuild` embeds every passage again."
     )
 
@@ -282,6 +283,10 @@ class KnowledgeIndex:
     @property
     def path(self) -> Path:
         return self.settings.index_dir
+
+    def errors(self, action: str) -> Any:
+        """Chroma's errors during ``action`` as one line (see ``_chroma_errors``), for the index's readers."""
+        return _chroma_errors(action, self.path, self.server)
 
     def _client_or_open(self) -> Any:
         if self._client is None:

@@ -45,7 +45,8 @@ class Retriever:
         if self._bm25 is None:
             import bm25s
 
-            data = self.index.collection().get(include=["documents", "metadatas"])
+            with self.index.errors("search"):  # a Chroma server gone since the index was opened: one line
+                data = self.index.collection().get(include=["documents", "metadatas"])
             self._records = [
                 {"id": i, "text": d, "title": m["title"], "tokens": m["tokens"].split()}
                 for i, d, m in zip(data["ids"], data["documents"], data["metadatas"], strict=True)
@@ -75,7 +76,8 @@ class Retriever:
         lexical = [(self._records[i]["id"], float(scores[i])) for i in order if scores[i] > 0]
 
         embedding = self.index.embedding([query])[0]
-        found = self.index.collection().query(query_embeddings=[embedding], n_results=n, include=["distances"])
+        with self.index.errors("search"):
+            found = self.index.collection().query(query_embeddings=[embedding], n_results=n, include=["distances"])
         dense = [
             (record_id, 1.0 - float(distance))
             for record_id, distance in zip(found["ids"][0], found["distances"][0], strict=True)
