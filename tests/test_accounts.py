@@ -194,16 +194,20 @@ def test_app_py_refuses_every_address_without_a_sign_in(tmp_path: Path) -> None:
 
 
 # -- over HTTP, as another user's browser or script would ------------------------------------------
-@pytest.fixture(scope="module")
-def signed_in_app(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from test_browser import App, free_port
-
-    home = tmp_path_factory.mktemp("accounts-home")
+def two_accounts(home: Path) -> Path:
+    """A data folder with the accounts ann and bob (their passwords as the tests sign in with)."""
     store = Store(home / "sessions.db").open()
     Accounts(store).add("ann", "correct horse battery")
     Accounts(store).add("bob", "another long one")
     store.close()
-    served = App(home, free_port()).start()
+    return home
+
+
+@pytest.fixture(scope="module")
+def signed_in_app(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from test_browser import App, free_port
+
+    served = App(two_accounts(tmp_path_factory.mktemp("accounts-home")), free_port()).start()
     yield served
     served.stop()
 

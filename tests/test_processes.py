@@ -7,19 +7,15 @@ from typing import Any
 
 import pytest
 
-from interviewer.application.accounts import Accounts
 from interviewer.interview.store import Store
 
 
 @pytest.fixture(scope="module")
 def two_processes(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from test_accounts import two_accounts
     from test_browser import App, free_port
 
-    home = tmp_path_factory.mktemp("shared-home")
-    store = Store(home / "sessions.db").open()
-    Accounts(store).add("ann", "correct horse battery")
-    Accounts(store).add("bob", "another long one")
-    store.close()
+    home = two_accounts(tmp_path_factory.mktemp("shared-home"))
     first = App(home, free_port()).start()
     second = App(home, free_port()).start()
     yield first, second, home
