@@ -58,6 +58,17 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     return home
 
 
+@pytest.fixture
+def small_knowledge(tmp_path: Path) -> Path:
+    """Two real documents and the real glossary, in a folder the test may change."""
+    root = tmp_path / "knowledge"
+    root.mkdir()
+    shutil.copytree(KNOWLEDGE / "glossary", root / "glossary")
+    for name in ("zero.md", "gemm.md"):
+        shutil.copy(KNOWLEDGE / name, root / name)
+    return root
+
+
 @pytest.fixture(scope="session")
 def shipped_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeIndex]:
     """The shipped knowledge base, indexed once for the whole run."""

@@ -17,6 +17,7 @@ from interviewer.application.exports import delete_session
 from interviewer.errors import InterviewerError
 from interviewer.faces.cli import app
 from interviewer.faces.web import Handlers, on_loopback, serve
+from interviewer.interview.plan import make_plan
 from interviewer.interview.store import LOCAL, Store
 from interviewer.provider import describe_endpoint, redacted
 from interviewer.services import Services
@@ -52,7 +53,7 @@ def test_passwords_are_hashed_and_checked(tmp_path: Path) -> None:
 
 def test_the_first_account_takes_over_the_local_users_interviews(services: Services) -> None:
     engine = services.engine()
-    state = engine.start(_one_question(services))
+    state = engine.start(make_plan(services.bank, "question", "q05"))
     engine.submit(state.id, ANSWER)
     assert services.store.owner_of(state.id) == LOCAL and services.store.reviews(LOCAL)
     accounts = Accounts(services.store)
@@ -65,12 +66,6 @@ def test_the_first_account_takes_over_the_local_users_interviews(services: Servi
         accounts.acting_user(None)
     removed = accounts.remove("ann")
     assert removed == [state.id] and services.store.owner_of(state.id) is None and services.store.reviews("ann") == []
-
-
-def _one_question(services: Services) -> Any:
-    from interviewer.interview.plan import make_plan
-
-    return make_plan(services.bank, "question", "q05")
 
 
 def test_the_command_line_acts_for_one_user(tmp_path: Path) -> None:

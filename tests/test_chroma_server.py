@@ -153,16 +153,6 @@ def test_a_second_process_in_another_folder_uses_the_index_without_embedding(tmp
     assert not (tmp_path / "second-home" / "index").exists()
 
 
-@pytest.fixture
-def small_knowledge(tmp_path: Path) -> Path:
-    root = tmp_path / "knowledge"
-    root.mkdir()
-    shutil.copytree(KNOWLEDGE / "glossary", root / "glossary")
-    for name in ("zero.md", "gemm.md"):
-        shutil.copy(KNOWLEDGE / name, root / name)
-    return root
-
-
 def test_two_processes_building_at_once_leave_one_whole_index(tmp_path: Path, chroma_url: str, small_knowledge: Path) -> None:
     start = threading.Barrier(2)
     reports: list[BuildReport] = []

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,18 +13,6 @@ from interviewer.errors import KnowledgeIndexError
 from interviewer.retrieval.index import KnowledgeIndex
 from interviewer.retrieval.search import Retriever
 from interviewer.settings import IndexSettings, Settings
-from tests.conftest import KNOWLEDGE
-
-
-@pytest.fixture
-def small_knowledge(tmp_path: Path) -> Path:
-    """Two real documents and the real glossary, in a folder the test may change."""
-    root = tmp_path / "knowledge"
-    root.mkdir()
-    shutil.copytree(KNOWLEDGE / "glossary", root / "glossary")
-    for name in ("zero.md", "gemm.md"):
-        shutil.copy(KNOWLEDGE / name, root / name)
-    return root
 
 
 def _index(home: Path, knowledge: Path, extra: list[Path] | None = None) -> KnowledgeIndex:

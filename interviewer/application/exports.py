@@ -54,13 +54,12 @@ def delete_reports(home: Path, session_id: str) -> int:
     """Delete a session's report files and the copies the web app served them from (a copy's
     folder is named by the file's hash, the file keeps its name); how many files went."""
     gone = 0
-    names = [f"report-{session_id}.html", f"report-{session_id}.pdf"]
-    for name in names:
+    copies = served_copies()
+    for name in (f"report-{session_id}.html", f"report-{session_id}.pdf"):
         path = home / REPORTS / name
         if path.exists():
             path.unlink()
             gone += 1
-        copies = served_copies()
         if copies.is_dir():
             for copy in copies.glob(f"*/{name}"):
                 copy.unlink(missing_ok=True)

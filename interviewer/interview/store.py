@@ -617,6 +617,8 @@ class Store:
     def turns_of(self, session_ids: list[str]) -> dict[str, list[Turn]]:
         """These sessions' turns, whole, in one query (the progress of one page of sessions)."""
         by_session: dict[str, list[Turn]] = {session_id: [] for session_id in session_ids}
+        if not session_ids:
+            return by_session
         marks = ", ".join("?" * len(session_ids))
         for row in self.db.execute(f"SELECT * FROM turns WHERE session_id IN ({marks}) ORDER BY session_id, seq", session_ids):
             by_session[row["session_id"]].append(_turn(row))
@@ -625,6 +627,8 @@ class Store:
     def scores_of(self, session_ids: list[str]) -> dict[str, list[TurnScore]]:
         """These sessions' turns as the history needs them (no grade is parsed), in one query."""
         by_session: dict[str, list[TurnScore]] = {session_id: [] for session_id in session_ids}
+        if not session_ids:
+            return by_session
         marks = ", ".join("?" * len(session_ids))
         rows = self.db.execute(
             f"SELECT session_id, seq, kind, question_id, followup_id, score, answered_at FROM turns WHERE session_id IN ({marks})"
