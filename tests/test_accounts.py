@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -220,6 +221,9 @@ def test_the_app_asks_for_a_sign_in_and_no_endpoint_crosses_users(signed_in_app:
     sid = started[0]
     ann.predict(sid, "ALPHA answer: look at memory_summary first", "", api_name="/submit")
     seen = Store(signed_in_app.home / "sessions.db").open()
+    deadline = time.monotonic() + 60  # ann's turn is decided and graded in the background: wait until it has settled
+    while not all(t.status == "graded" and t.decision is not None for t in seen.turns(sid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
     before = seen.export(sid)
     bob = Client(url, auth=("bob", "another long one"), verbose=False)
     endpoints = bob.view_api(print_info=False, return_format="dict")["named_endpoints"]
