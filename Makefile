@@ -19,8 +19,9 @@ install-test: $(PY) install-browser
 	$(PY) -m pip install --quiet -e '.[test]'
 
 # Debian's Chromium and a CJK font for the browser tests (never `playwright install`: no downloads
-# here), Pango for the PDF reports, and poppler's pdftoppm to check their pages.
-DEBIAN_PACKAGES := chromium fonts-wqy-microhei libpango-1.0-0 libpangoft2-1.0-0 poppler-utils
+# here), Pango for the PDF reports, poppler's pdftoppm to check their pages, and PostgreSQL's server
+# (the tests start a throwaway one: the store tests run on it as well as on SQLite).
+DEBIAN_PACKAGES := chromium fonts-wqy-microhei libpango-1.0-0 libpangoft2-1.0-0 poppler-utils postgresql
 install-browser:
 	@dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || \
 		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES))

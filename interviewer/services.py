@@ -131,7 +131,7 @@ class Services:
     def store(self) -> Store:
         from interviewer.interview.store import DATABASE_FILE, Store
 
-        return Store(self.settings.home / DATABASE_FILE).open()
+        return Store(self.settings.home / DATABASE_FILE, self.settings.database_url or None).open()
 
     @cached_property
     def interviewer(self) -> LLMInterviewer | ScriptedInterviewer:

@@ -159,6 +159,11 @@ class Settings(BaseSettings):
         default_factory=default_home,
         description="Where everything the product writes goes (index, sessions). INTERVIEWER_HOME.",
     )
+    database_url: str | None = Field(
+        default=None,
+        description="postgresql://user:password@host:port/database: keep sessions, accounts and schedules in PostgreSQL, "
+        "shared by several app processes. None: the SQLite file <home>/sessions.db. INTERVIEWER_DATABASE_URL.",
+    )
     bank_dir: Path = Field(default=PROJECT_ROOT / "rubrics", description="The question bank (YAML rubrics).")
     knowledge_dir: Path = Field(default=PROJECT_ROOT / "knowledge", description="The shipped knowledge base.")
     index: IndexSettings = Field(default_factory=IndexSettings)

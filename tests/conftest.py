@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from interviewer.retrieval.index import KnowledgeIndex
 from interviewer.retrieval.search import Retriever
 from interviewer.services import Services
 from interviewer.settings import PROJECT_ROOT, Settings
+from tests.servers import ChromaServer, PostgresServer
 
 RUBRICS = PROJECT_ROOT / "rubrics"
 KNOWLEDGE = PROJECT_ROOT / "knowledge"
@@ -105,11 +106,47 @@ class FakeClock:
         return self.now
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server for the run, started on first use (see tests/postgres.py)."""
+    try:
+        server = PostgresServer().start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Chroma server for the run (``chroma run``), started on first use; its log is shown if it fails."""
+    try:
+        server = ChromaServer(tmp_path_factory.mktemp("chroma-server")).start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Store]]:
+    """Opens a store on this test's database, as often as asked (a restart opens a second one): a
+    SQLite file, or a fresh database on the test PostgreSQL. Every test of the store runs on both."""
+    url = request.getfixturevalue("postgres").new_database() if request.param == "postgresql" else None
+    opened: list[Store] = []
+
+    def open_one() -> Store:
+        opened.append(Store(tmp_path / "sessions.db", url).open())
+        return opened[-1]
+
+    yield open_one
+    for store in opened:
+        store.close()
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "sessions.db").open()
-    yield opened
-    opened.close()
+def store(open_store: Callable[[], Store]) -> Store:
+    return open_store()
 
 
 @pytest.fixture

@@ -190,9 +190,10 @@ def test_app_py_refuses_every_address_without_a_sign_in(tmp_path: Path) -> None:
 
 
 # -- over HTTP, as another user's browser or script would ------------------------------------------
-def two_accounts(home: Path) -> Path:
-    """A data folder with the accounts ann and bob (their passwords as the tests sign in with)."""
-    store = Store(home / "sessions.db").open()
+def two_accounts(home: Path, database_url: str | None = None) -> Path:
+    """A data folder (or the database at ``database_url``) with the accounts ann and bob (their
+    passwords as the tests sign in with)."""
+    store = Store(home / "sessions.db", database_url).open()
     Accounts(store).add("ann", "correct horse battery")
     Accounts(store).add("bob", "another long one")
     store.close()

@@ -1,7 +1,7 @@
 """The knowledge index on a Chroma server (``INTERVIEWER_CHROMA_URL``), shared by several processes.
 
-One throwaway server, started with the venv's own ``chroma run`` on a free loopback port, serves
-the whole module; each test uses its own collection name where it needs a collection to itself.
+One throwaway server (``chroma_url`` in conftest, started with the venv's own ``chroma run``) serves
+the whole run; each test uses its own collection name where it needs a collection to itself.
 """
 
 from __future__ import annotations
@@ -9,16 +9,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
 import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from interviewer.content.knowledge import discover, load_passages
@@ -27,60 +23,14 @@ from interviewer.retrieval.index import BuildReport, KnowledgeIndex
 from interviewer.retrieval.search import Retriever
 from interviewer.settings import IndexSettings, Settings
 from tests.conftest import KNOWLEDGE
+from tests.servers import free_port
 
-CHROMA = Path(sys.executable).parent / "chroma"
-STARTUP_S = 60.0
 QUERIES = [
     "ZeRO-3 的参数 all-gather 怎么预取",
     "how does ring all-reduce bandwidth scale with the number of GPUs",
     "显存碎片 expandable segments",
     "activation checkpointing 重计算的代价",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Chroma server of its own for this module, stopped at the end; its log is shown if it fails."""
-    if not CHROMA.exists():
-        pytest.fail(f"the venv's Chroma command is missing: {CHROMA} (it comes with the chromadb package)", pytrace=False)
-    folder = tmp_path_factory.mktemp("chroma-server")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with (folder / "server.log").open("wb") as log:
-        process = subprocess.Popen(
-            [str(CHROMA), "run", "--path", str(folder / "data"), "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    try:
-        deadline = time.monotonic() + STARTUP_S
-        while True:
-            if process.poll() is not None:
-                log_text = (folder / "server.log").read_text(errors="replace")
-                pytest.fail(f"`chroma run` exited with {process.returncode}:\n{log_text[-2000:]}")
-            try:
-                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"no Chroma heartbeat at {url} within {STARTUP_S:.0f} s")
-            time.sleep(0.1)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(autouse=True)

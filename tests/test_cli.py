@@ -432,7 +432,7 @@ def test_a_read_only_file_system_is_said_to_be_one(monkeypatch: pytest.MonkeyPat
 def test_a_full_disk_is_one_line_and_keeps_what_was_saved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A full disk gave a 50-line traceback. The session database is held to the pages it has
     (SQLite's max_page_count), so its next write fails as on a full disk: SQLITE_FULL."""
-    from interviewer.interview.store import Store
+    from interviewer.interview.databases import SqliteDatabase
 
     script = tmp_path / "candidate.jsonl"
     script.write_text(json.dumps({"question_id": "q06", "answer": "warp divergence"}) + "\n", encoding="utf-8")
@@ -440,16 +440,16 @@ def test_a_full_disk_is_one_line_and_keeps_what_was_saved(monkeypatch: pytest.Mo
     assert first.exit_code == 0, first.output
     session_id = json.loads(first.stdout)["session_id"]
 
-    connect = Store._connect
+    connect = SqliteDatabase.connect
 
-    def no_more_pages(self: Store) -> sqlite3.Connection:
+    def no_more_pages(self: SqliteDatabase) -> sqlite3.Connection:
         db = connect(self)
         db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
         return db
 
     script.write_text(json.dumps({"question_id": "q06", "answer": "warp divergence " * 2000}) + "\n", encoding="utf-8")
     with monkeypatch.context() as full_disk:
-        full_disk.setattr(Store, "_connect", no_more_pages)
+        full_disk.setattr(SqliteDatabase, "connect", no_more_pages)
         full = runner.invoke(app, ["simulate", str(script)])
     assert full.exit_code == 1 and "Traceback" not in full.output, full.output
     assert full.stderr.startswith("error: the disk is full (writing ") and full.stderr.count("\n") == 1

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 
 from interviewer.errors import InterviewerError
 from interviewer.faces.simulate import result, run
+from interviewer.interview.databases import PostgresDatabase
 from interviewer.interview.engine import Engine, SessionError
 from interviewer.interview.plan import make_plan
 from interviewer.interview.state import SessionState
@@ -77,12 +79,24 @@ def test_reading_the_state_writes_nothing(services: Services, engine: Engine, st
     engine.submit(state.id, "ZeRO-3 切分参数，前向反向都要 all-gather。")
     while (state := engine.state(state.id)).prompt.kind != "end":
         state = engine.skip(state.id).state
-    before = store.db.total_changes  # every row this connection ever inserted, updated or deleted
+    sqlite = not store.database.postgres
+    before = store.db.total_changes if sqlite else None  # every row this connection ever inserted, updated or deleted
+    contents = everything(store)
     for _ in range(3):
         replayed = engine.state(state.id)
         assert replayed.prompt.kind == "end" and replayed.scores.overall is not None and replayed.exchanges
-    assert store.db.total_changes == before
-    assert store.db.in_transaction is False
+    assert everything(store) == contents
+    if sqlite:
+        assert store.db.total_changes == before
+        assert store.db.in_transaction is False
+
+
+def everything(store: Store) -> dict[str, list[tuple[Any, ...]]]:
+    with store.database.connection() as db:
+        return {table: [tuple(row) for row in db.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()] for table in TABLES}
+
+
+TABLES = ("sessions", "turns", "reviews", "users", "user_endpoints", "migrations")
 
 
 def test_practice_mode_shows_feedback_and_allows_a_retry(services: Services, engine: Engine, store: Store) -> None:
@@ -143,22 +157,21 @@ def test_two_sessions_in_one_process_never_mix(services: Services, engine: Engin
     assert engine.state(a.id).prompt.round == 1 and engine.state(b.id).prompt.round == 3
 
 
-def test_resume_in_a_new_store_continues_where_it_stopped(services: Services, tmp_path: Path) -> None:
-    path = tmp_path / "other.db"
-    first = Store(path).open()
+def test_resume_in_a_new_store_continues_where_it_stopped(services: Services, open_store: Callable[[], Store]) -> None:
+    first = open_store()
     engine = Engine(first, services.bank, services.offline_grader)
     state = engine.start(make_plan(services.bank, "round", 1))
     before = engine.skip(state.id).next
     first.close()
-    after = Engine(Store(path).open(), services.bank, services.offline_grader).resume(state.id).prompt
+    after = Engine(open_store(), services.bank, services.offline_grader).resume(state.id).prompt
     assert (after.kind, after.question_id, after.followup_id) == (before.kind, before.question_id, before.followup_id)
 
 
 class CountingStore(Store):
     """Counts the reads of a session's turns and the write transactions."""
 
-    def __init__(self, path: Path):
-        super().__init__(path)
+    def __init__(self, path: Path, url: str | None = None):
+        super().__init__(path, url)
         self.turn_reads = 0
         self.writes = 0
 
@@ -224,7 +237,7 @@ CRASH = textwrap.dedent(
         def grade_followup(self, *args, **kwargs): return self.inner.grade_followup(*args, **kwargs)
 
     services = Services(Settings())
-    engine = Engine(Store(Path(sys.argv[1])).open(), services.bank, SlowGrader(services.offline_grader))
+    engine = Engine(Store(Path(sys.argv[1]), sys.argv[3] or None).open(), services.bank, SlowGrader(services.offline_grader))
     state = engine.start(make_plan(services.bank, "round", 1))
     print("SESSION", state.id, flush=True)
     engine.submit(state.id, sys.argv[2])
@@ -232,9 +245,11 @@ CRASH = textwrap.dedent(
 )
 
 
-def test_an_answer_survives_kill_9_during_grading(services: Services, tmp_path: Path) -> None:
-    path = tmp_path / "crash.db"
-    process = subprocess.Popen([sys.executable, "-c", CRASH, str(path), GOOD_Q01], stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+def test_an_answer_survives_kill_9_during_grading(services: Services, open_store: Callable[[], Store]) -> None:
+    where = open_store()
+    url = where.database.url if isinstance(where.database, PostgresDatabase) else ""
+    args = [str(where.path), GOOD_Q01, url]
+    process = subprocess.Popen([sys.executable, "-c", CRASH, *args], stdout=subprocess.PIPE, text=True, env=dict(os.environ))
     assert process.stdout is not None
     session_id = process.stdout.readline().split()[1]
     deadline = time.time() + 60
@@ -243,7 +258,7 @@ def test_an_answer_survives_kill_9_during_grading(services: Services, tmp_path: 
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
 
-    store = Store(path).open()
+    store = open_store()
     (pending,) = store.turns(session_id)
     assert pending.status == "pending" and pending.answer == GOOD_Q01
     state = Engine(store, services.bank, services.offline_grader).resume(session_id)
@@ -253,14 +268,28 @@ def test_an_answer_survives_kill_9_during_grading(services: Services, tmp_path: 
     assert state.prompt.question_id == "q01" and state.prompt.kind in {"followup", "question"}
 
 
-def test_migrations_are_named_and_applied_once(tmp_path: Path) -> None:
-    names = ["0001_initial", "0002_review_schedule", "0003_typed_turns", "0004_owners"]
-    store = Store(tmp_path / "s.db").open()
+def test_migrations_are_named_and_applied_once(open_store: Callable[[], Store]) -> None:
+    names = ["0001_initial", "0002_review_schedule", "0003_typed_turns", "0004_owners", "0005_server_secrets"]
+    store = open_store()
     assert store.applied_migrations() == names
     store.close()
-    again = Store(tmp_path / "s.db").open()
+    again = open_store()
     assert again.applied_migrations() == names
-    assert again.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    if not again.database.postgres:
+        assert again.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_the_processes_of_one_deployment_share_the_browser_key(open_store: Callable[[], Store], tmp_path: Path) -> None:
+    """A reload served by another process must read the session id the first one saved in the browser."""
+    from interviewer.faces.web import browser_secret
+
+    first, second = open_store(), open_store()
+    (tmp_path / "second-home").mkdir()
+    (tmp_path / "first-home").mkdir()
+    (tmp_path / "first-home" / "browser-secret").write_text("kept-from-before\n", encoding="utf-8")
+    assert browser_secret(first, tmp_path / "first-home") == "kept-from-before"  # a data folder's old key stays
+    assert browser_secret(second, tmp_path / "second-home") == "kept-from-before"  # and every process reads it
+    assert second.server_secret("browser-session", "another") == "kept-from-before"
 
 
 def test_a_damaged_database_is_reported_and_left_untouched(tmp_path: Path) -> None:
@@ -298,7 +327,7 @@ def test_an_old_database_is_migrated_in_place(tmp_path: Path) -> None:
     db.execute("INSERT INTO sessions VALUES ('old1', 0, 0, 'finished', 'interview', 'zh', ?, '{}', 0)", (plan,))
     db.close()
     store = Store(path).open()
-    assert store.applied_migrations() == ["0001_initial", "0002_review_schedule", "0003_typed_turns", "0004_owners"]
+    assert store.applied_migrations() == ["0001_initial", "0002_review_schedule", "0003_typed_turns", "0004_owners", "0005_server_secrets"]
     assert store.session("old1").status == "finished" and store.reviews() == []
     assert store.session("old1").owner == "" and store.sessions() == [store.session("old1")]  # the local user's
 
@@ -314,7 +343,7 @@ def test_a_database_written_before_typed_turns_keeps_every_answer_grade_and_word
     db.close()
     expected = json.loads((DATA / "sessions-0002.expected.json").read_text(encoding="utf-8"))
     store = Store(path).open()
-    assert store.applied_migrations()[-2:] == ["0003_typed_turns", "0004_owners"]
+    assert store.applied_migrations()[-3:] == ["0003_typed_turns", "0004_owners", "0005_server_secrets"]
     # the score column is the grade's score, for every old turn (the history reads it alone)
     for row in store.sessions():
         light = store.scores_of([row.id])[row.id]

@@ -268,14 +268,14 @@ def test_a_full_disk_is_one_clear_line_and_the_answer_can_be_sent_again(handlers
     store = handlers.services.store
     view = handlers.start("question", "q06", None, "practice", "en")
     answer = "A warp is 32 threads that issue one instruction together; divergent branches run one after the other. " * 300
-    for db in store._all:
+    for db in store.database._all:  # type: ignore[attr-defined]
         db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
     with pytest.raises(InterviewerError) as refused:
         submit(handlers, view.session_id, answer)
     message = str(refused.value)
     assert message.startswith("the disk is full (writing ") and "free some space" in message and "\n" not in message
     assert store.turns(view.session_id) == []  # rolled back whole: nothing half-saved
-    for db in store._all:
+    for db in store.database._all:  # type: ignore[attr-defined]
         db.execute("PRAGMA max_page_count = 1073741823")
     again = submit(handlers, view.session_id, answer)
     assert [t.answer for t in store.turns(view.session_id)] == [answer.strip()] and again.position != view.position

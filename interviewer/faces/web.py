@@ -594,15 +594,14 @@ def user_of(request: gr.Request | None) -> str:
     return str(name) if name else LOCAL
 
 
-def browser_secret(home: Path) -> str:
+def browser_secret(store: Store, home: Path) -> str:
     """The key that encrypts the session id kept in the browser. It must outlive the server, or a
-    restart would make every browser's saved session unreadable; so it lives in the data folder."""
-    path = home / "browser-secret"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_hex(32), encoding="utf-8")
-        path.chmod(0o600)
-    return path.read_text(encoding="utf-8").strip()
+    restart would make every browser's saved session unreadable, and every process of a deployment
+    must share it, or a reload served by another process would find nothing: so it lives in the
+    store. A data folder from before keeps the key it had in its ``browser-secret`` file."""
+    old = home / "browser-secret"
+    kept = old.read_text(encoding="utf-8").strip() if old.is_file() else ""
+    return store.server_secret("browser-session", kept or secrets.token_hex(32))
 
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
@@ -1011,4 +1010,4 @@ def create(services: Services | None = None) -> gr.Blocks:
     handlers = Handlers(services)
     handlers.start_threads()
     handlers.worker.resume(services.store)  # what a restart left ungraded is graded now, once
-    return build(handlers, secret=browser_secret(services.settings.home))
+    return build(handlers, secret=browser_secret(services.store, services.settings.home))

@@ -1,8 +1,9 @@
-"""The session store: SQLite in WAL mode behind one small module, with named migrations.
+"""The session store: its schema, named migrations and every query, on SQLite or PostgreSQL.
 
 Every answer is committed before anything else happens to it; its grade is written by a later
-transaction. A damaged database file is reported and never overwritten. One connection is shared
-by the threads of a process behind a lock (the web app handles events on worker threads).
+transaction. A damaged database file is reported and never overwritten. The SQL is the part of
+SQLite's that PostgreSQL also speaks; :mod:`interviewer.interview.databases` adapts the rest
+(placeholders, column types) and owns connections and transactions.
 """
 
 from __future__ import annotations
@@ -22,17 +23,13 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from interviewer.content.rubric import Lang
-from interviewer.errors import InterviewerError, StorageError, disk_fault
 from interviewer.grading.grade import Grade
+from interviewer.interview.databases import Connection, SqliteDatabase, StoreError, database_for
 from interviewer.interview.followups import Decision
 from interviewer.interview.plan import Plan
 from interviewer.interview.schedule import Schedule, review
 
 DATABASE_FILE = "sessions.db"
-
-
-class StoreError(InterviewerError):
-    pass
 
 
 class StaleMove(StoreError):
@@ -42,14 +39,14 @@ class StaleMove(StoreError):
         super().__init__("this prompt has already been answered (in another tab, or by a second click); here is where the interview is now")
 
 
-def _run(db: sqlite3.Connection, script: str) -> None:
+def _run(db: Connection, script: str) -> None:
     """Statement by statement: ``executescript`` would commit the migration's transaction."""
     for statement in script.split(";"):
         if statement.strip():
             db.execute(statement)
 
 
-def _initial(db: sqlite3.Connection) -> None:
+def _initial(db: Connection) -> None:
     _run(
         db,
         """
@@ -91,7 +88,7 @@ def _initial(db: sqlite3.Connection) -> None:
     )
 
 
-def _reviews(db: sqlite3.Connection) -> None:
+def _reviews(db: Connection) -> None:
     _run(
         db,
         """
@@ -116,7 +113,7 @@ def _reviews(db: sqlite3.Connection) -> None:
 _OLD_FALLBACK_NOTICES = ("（模型追问失败，改用题库追问。）", "(The model could not phrase the follow-up; here is the scripted one.)")
 
 
-def _typed_turns(db: sqlite3.Connection) -> None:
+def _typed_turns(db: Connection) -> None:
     """Each answered turn records the words it was asked with (``asked``, ``asked_by``); a decision
     keeps the model's wording of the follow-up it chose as ``wording``; reviews lose ``last_score``.
 
@@ -144,14 +141,15 @@ def _typed_turns(db: sqlite3.Connection) -> None:
             previous[(session_id, question_id)] = decision or {}
 
 
-def _owners(db: sqlite3.Connection) -> None:
+def _owners(db: Connection) -> None:
     """Accounts: every session, review schedule and model setting belongs to one user (``owner``;
     '' is the local user of a machine with no accounts, whose data the first account takes over).
     Each turn keeps its score as a column, so the history reads scores without parsing grades."""
     db.execute("ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
     db.execute("CREATE INDEX sessions_by_owner ON sessions(owner, created_at)")
-    db.execute("ALTER TABLE turns ADD COLUMN score REAL")
-    db.execute("UPDATE turns SET score = json_extract(grade, '$.score') WHERE grade IS NOT NULL")
+    db.execute("ALTER TABLE turns ADD COLUMN score REAL")  # a float8 on both engines (see databases._postgres_sql)
+    score = "json_extract(grade, '$.score')" if isinstance(db, sqlite3.Connection) else "(grade::jsonb ->> 'score')::double precision"
+    db.execute(f"UPDATE turns SET score = {score} WHERE grade IS NOT NULL")
     db.execute("CREATE INDEX turns_by_question ON turns(question_id, answered_at)")
     _run(
         db,
@@ -189,11 +187,18 @@ def _owners(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+def _server_secrets(db: Connection) -> None:
+    """Secrets every process of one deployment must agree on (the key of the browser-held session
+    id), kept where they all look: the database they share."""
+    db.execute("CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at REAL NOT NULL)")
+
+
+MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("0001_initial", _initial),
     ("0002_review_schedule", _reviews),
     ("0003_typed_turns", _typed_turns),
     ("0004_owners", _owners),
+    ("0005_server_secrets", _server_secrets),
 ]
 
 LOCAL = ""  # the owner of everything on a machine with no accounts
@@ -278,7 +283,7 @@ _grade_of = lru_cache(maxsize=4096)(Grade.model_validate_json)
 _decision_of = lru_cache(maxsize=4096)(Decision.model_validate_json)
 
 
-def _turn(row: sqlite3.Row) -> Turn:
+def _turn(row: Any) -> Turn:
     data = dict(row)
     data.pop("score", None)  # the column copies the grade's, for the history's reads (see TurnScore)
     try:
@@ -289,7 +294,7 @@ def _turn(row: sqlite3.Row) -> Turn:
     return Turn(**data)
 
 
-def _session(row: sqlite3.Row) -> SessionRow:
+def _session(row: Any) -> SessionRow:
     plan = json.loads(row["plan"])
     settings = json.loads(row["settings"])
     return SessionRow(
@@ -322,92 +327,81 @@ class GradeRecord:
 
 
 class Store:
-    """Opened explicitly with :meth:`open`; nothing touches the disk before that.
+    """Opened explicitly with :meth:`open`; nothing touches the disk or the network before that.
 
-    Each thread has its own connection: in WAL mode readers never wait for each other or for the
-    writer, and writers queue on SQLite's own lock (busy timeout 10 s), so many candidates' turns
-    and the background grading do not take turns on one connection."""
+    On SQLite (the default, ``path``) each thread has its own connection: in WAL mode readers never
+    wait for each other or for the writer, and writers queue on SQLite's own lock (busy timeout
+    10 s), so many candidates' turns and the background grading do not take turns on one
+    connection. With ``url`` (``postgresql://…``) the store is a PostgreSQL database several app
+    processes share (see :mod:`interviewer.interview.databases`)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, url: str | None = None):
         self.path = path
+        self.database = database_for(path, url)
         self._opened = False
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()  # guards the list of connections, not the database
-        self._writing = threading.Lock()  # one writer of this process at a time (see transaction)
+        self._local = threading.local()  # the connection of a transaction or snapshot under way
+
+    def __str__(self) -> str:
+        return str(self.database)
 
     def open(self) -> Store:
         if self._opened:
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        existed = self.path.exists() and self.path.stat().st_size > 0
-        try:
-            db = self._connect()
-            if existed:
-                result = db.execute("PRAGMA quick_check").fetchone()[0]
-                if result != "ok":
-                    raise sqlite3.DatabaseError(result)
-            db.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.DatabaseError as exc:
-            self.close()
-            if fault := disk_fault(self.path, str(exc)):
-                raise StorageError(fault) from exc
-            raise StoreError(
-                f"the session database {self.path} is damaged ({exc}); it has been left as it is. "
-                "Move it elsewhere (keep it: your answers are in it) and start again to create a new one."
-            ) from exc
+        self.database.open()
         self._opened = True
         self._migrate()
         return self
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
-        db.row_factory = sqlite3.Row
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-        self._local.db = db
-        with self._lock:
-            self._all.append(db)
-        return db
-
     def close(self) -> None:
-        with self._lock:
-            for db in self._all:
-                db.close()
-            self._all.clear()
+        self.database.close()
         self._local = threading.local()
         self._opened = False
 
     @property
     def db(self) -> sqlite3.Connection:
-        """This thread's connection."""
+        """This thread's SQLite connection (the SQLite store only: its tests read it directly)."""
+        if not isinstance(self.database, SqliteDatabase):
+            raise StoreError("the PostgreSQL store has no single connection")
         if not self._opened:
             self.open()
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        return db if db is not None else self._connect()
+        return self.database.db
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction. This process's writers take turns on a lock first: SQLite makes a
-        writer that finds the database locked sleep and retry (1, 2, 5, 10 … 100 ms), and fifty
-        answers committed at once waited up to two seconds that way; on the lock they wait only for
-        the writes ahead of them. Another process's writer still meets SQLite's own busy wait. A write
-        the disk refuses (full, read-only) is a :class:`StorageError`, the transaction rolled back."""
-        db = self.db
-        with self._writing:
+    def _held(self, opening: Callable[[], Any]) -> Iterator[Connection]:
+        """Run ``opening``'s connection for this thread's reads until it closes."""
+        if not self._opened:
+            self.open()
+        with opening() as db:
+            self._local.db = db
             try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield db
-                except BaseException:
-                    if db.in_transaction:  # SQLite has already rolled back after a full disk
-                        db.execute("ROLLBACK")
-                    raise
-                db.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
-                if fault := disk_fault(self.path, str(exc)):
-                    raise StorageError(fault) from exc
-                raise
+                yield db
+            finally:
+                self._local.db = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One write transaction (see the engines' ``transaction``); reads made inside it see it."""
+        with self._held(self.database.transaction) as db:
+            yield db
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        current: Connection | None = getattr(self._local, "db", None)
+        if current is not None:
+            yield current
+            return
+        if not self._opened:
+            self.open()
+        with self.database.connection() as db:
+            yield db
+
+    def _all(self, sql: str, parameters: Any = ()) -> list[Any]:
+        with self._reading() as db:
+            return db.execute(sql, parameters).fetchall()
+
+    def _one(self, sql: str, parameters: Any = ()) -> Any:
+        with self._reading() as db:
+            return db.execute(sql, parameters).fetchone()
 
     def _migrate(self) -> None:
         with self.transaction() as db:
@@ -419,7 +413,7 @@ class Store:
                     db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
 
     def applied_migrations(self) -> list[str]:
-        return [row[0] for row in self.db.execute("SELECT name FROM migrations ORDER BY name")]
+        return [row[0] for row in self._all("SELECT name FROM migrations ORDER BY name")]
 
     # -- sessions ------------------------------------------------------------------------------
     def create_session(
@@ -444,25 +438,25 @@ class Store:
         return self.session(session_id)
 
     def session(self, session_id: str) -> SessionRow:
-        row = self.db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = self._one("SELECT * FROM sessions WHERE id = ?", (session_id,))
         if row is None:
             raise StoreError(f"no session '{session_id}' (see `interviewer sessions`)")
         return _session(row)
 
     def sessions(self, owner: str = LOCAL, limit: int | None = None, offset: int = 0) -> list[SessionRow]:
         """The owner's sessions, newest first: all of them, or one page of ``limit``."""
-        rows = self.db.execute(
+        rows = self._all(
             "SELECT * FROM sessions WHERE owner = ? ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
-            (owner, -1 if limit is None else limit, offset),
+            (owner, 2**62 if limit is None else limit, offset),
         )
         return [_session(r) for r in rows]
 
     def count_sessions(self, owner: str = LOCAL) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM sessions WHERE owner = ?", (owner,)).fetchone()[0])
+        return int(self._one("SELECT COUNT(*) FROM sessions WHERE owner = ?", (owner,))[0])
 
     def owner_of(self, session_id: str) -> str | None:
         """Whose session this is (None: there is no such session)."""
-        row = self.db.execute("SELECT owner FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = self._one("SELECT owner FROM sessions WHERE id = ?", (session_id,))
         return None if row is None else str(row[0])
 
     def mark_prompt_shown(self, session_id: str, when: float) -> None:
@@ -503,16 +497,15 @@ class Store:
             if after_seq is not None and last != after_seq:
                 raise StaleMove()
             seq = last + 1
-            cursor = db.execute(
+            row = db.execute(
                 "INSERT INTO turns (session_id, seq, kind, question_id, followup_id, round, attempt, answer, asked, asked_by,"
-                " asked_at, answered_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " asked_at, answered_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (session_id, seq, kind, question_id, followup_id, round_, attempt, answer, asked, asked_by, asked_at, now, status),
-            )
+            ).fetchone()
             shown = ", prompt_shown_at = ?" if status == "none" else ""
             ended = ", status = 'finished'" if finished else ""
             values: tuple[Any, ...] = (now, now) if status == "none" else (now,)
             db.execute(f"UPDATE sessions SET updated_at = ?{shown}{ended} WHERE id = ?", (*values, session_id))
-            row = db.execute("SELECT * FROM turns WHERE id = ?", (cursor.lastrowid,)).fetchone()
         return _turn(row)
 
     def record_decision(self, turn_id: int, decision: Decision, now: float, finished: bool) -> bool:
@@ -573,7 +566,7 @@ class Store:
         return True
 
     @staticmethod
-    def _next_prompt_shown(db: sqlite3.Connection, turn_id: int, now: float, finished: bool) -> None:
+    def _next_prompt_shown(db: Connection, turn_id: int, now: float, finished: bool) -> None:
         status = "'finished'" if finished else "status"
         db.execute(
             f"UPDATE sessions SET updated_at = ?, prompt_shown_at = ?, status = {status}"
@@ -584,11 +577,11 @@ class Store:
     def pending(self) -> list[tuple[str, int]]:
         """(session id, turn id) of every answer still waiting for its grade, oldest first: the
         grading work a restart resumes."""
-        rows = self.db.execute("SELECT session_id, id FROM turns WHERE status = 'pending' ORDER BY answered_at, id")
+        rows = self._all("SELECT session_id, id FROM turns WHERE status = 'pending' ORDER BY answered_at, id")
         return [(r[0], r[1]) for r in rows]
 
     def turn(self, turn_id: int) -> Turn:
-        row = self.db.execute("SELECT * FROM turns WHERE id = ?", (turn_id,)).fetchone()
+        row = self._one("SELECT * FROM turns WHERE id = ?", (turn_id,))
         if row is None:
             raise StoreError(f"no turn {turn_id}")
         return _turn(row)
@@ -603,16 +596,12 @@ class Store:
             db.execute("UPDATE turns SET decision = ? WHERE id = ?", (decision.model_dump_json(), turn_id))
 
     def turns(self, session_id: str) -> list[Turn]:
-        return [_turn(r) for r in self.db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY seq", (session_id,))]
+        return [_turn(r) for r in self._all("SELECT * FROM turns WHERE session_id = ? ORDER BY seq", (session_id,))]
 
     def session_with_turns(self, session_id: str) -> tuple[SessionRow, list[Turn]]:
         """A session and its turns as of one moment (one read transaction)."""
-        db = self.db
-        db.execute("BEGIN")
-        try:
+        with self._held(self.database.snapshot):
             return self.session(session_id), self.turns(session_id)
-        finally:
-            db.execute("COMMIT")
 
     def turns_of(self, session_ids: list[str]) -> dict[str, list[Turn]]:
         """These sessions' turns, whole, in one query (the progress of one page of sessions)."""
@@ -620,7 +609,7 @@ class Store:
         if not session_ids:
             return by_session
         marks = ", ".join("?" * len(session_ids))
-        for row in self.db.execute(f"SELECT * FROM turns WHERE session_id IN ({marks}) ORDER BY session_id, seq", session_ids):
+        for row in self._all(f"SELECT * FROM turns WHERE session_id IN ({marks}) ORDER BY session_id, seq", session_ids):
             by_session[row["session_id"]].append(_turn(row))
         return by_session
 
@@ -630,7 +619,7 @@ class Store:
         if not session_ids:
             return by_session
         marks = ", ".join("?" * len(session_ids))
-        rows = self.db.execute(
+        rows = self._all(
             f"SELECT session_id, seq, kind, question_id, followup_id, score, answered_at FROM turns WHERE session_id IN ({marks})"
             " ORDER BY session_id, seq",
             session_ids,
@@ -645,30 +634,32 @@ class Store:
         (a window over every answer took 160 ms at 2,000 sessions)."""
         latest: dict[str, float] = {}
         for question_id in question_ids:
-            row = self.db.execute(
+            row = self._one(
                 "SELECT t.score FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.question_id = ? AND s.owner = ?"
                 " AND t.followup_id IS NULL AND t.score IS NOT NULL ORDER BY t.answered_at DESC, t.id DESC LIMIT 1",
                 (question_id, owner),
-            ).fetchone()
+            )
             if row is not None:
                 latest[question_id] = float(row[0])
         return latest
 
     # -- the review schedule (spaced repetition) -------------------------------------------------
     def review(self, key: str, owner: str = LOCAL) -> Schedule | None:
-        row = self.db.execute("SELECT * FROM reviews WHERE owner = ? AND key = ?", (owner, key)).fetchone()
+        row = self._one("SELECT * FROM reviews WHERE owner = ? AND key = ?", (owner, key))
         return None if row is None else _schedule(row)
 
     def reviews(self, owner: str = LOCAL) -> list[Schedule]:
-        """The owner's scheduled criteria, soonest due first (then hardest: lowest easiness)."""
-        return [_schedule(r) for r in self.db.execute("SELECT * FROM reviews WHERE owner = ? ORDER BY due_at, easiness", (owner,))]
+        """The owner's scheduled criteria, soonest due first, then hardest (lowest easiness, then lowest last
+        quality), then by key: the same order on both engines, ties included."""
+        rows = self._all("SELECT * FROM reviews WHERE owner = ? ORDER BY due_at, easiness, last_quality, key", (owner,))
+        return [_schedule(r) for r in rows]
 
     # -- accounts --------------------------------------------------------------------------------
     def users(self) -> list[str]:
-        return [row[0] for row in self.db.execute("SELECT name FROM users ORDER BY created_at, name")]
+        return [row[0] for row in self._all("SELECT name FROM users ORDER BY created_at, name")]
 
     def password_hash(self, name: str) -> str | None:
-        row = self.db.execute("SELECT password_hash FROM users WHERE name = ?", (name,)).fetchone()
+        row = self._one("SELECT password_hash FROM users WHERE name = ?", (name,))
         return None if row is None else str(row[0])
 
     def add_user(self, name: str, password_hash: str, now: float) -> bool:
@@ -708,8 +699,15 @@ class Store:
             )
 
     def saved_endpoint(self, owner: str) -> SavedEndpoint | None:
-        row = self.db.execute("SELECT base_url, model, api_key FROM user_endpoints WHERE owner = ?", (owner,)).fetchone()
+        row = self._one("SELECT base_url, model, api_key FROM user_endpoints WHERE owner = ?", (owner,))
         return None if row is None else SavedEndpoint(row[0], row[1], row[2])
+
+    def server_secret(self, name: str, proposed: str) -> str:
+        """The deployment's secret called ``name``: the one stored, or else ``proposed``, stored now.
+        Processes that start at once agree: the first to commit wins, the others read its value."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO server_secrets VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING", (name, proposed, time.time()))
+            return str(db.execute("SELECT value FROM server_secrets WHERE name = ?", (name,)).fetchone()[0])
 
     def export(self, session_id: str) -> dict[str, Any]:
         """A session and all its turns as plain JSON-ready data."""
@@ -728,14 +726,14 @@ class Store:
         }
 
 
-def _schedule(row: sqlite3.Row) -> Schedule:
+def _schedule(row: Any) -> Schedule:
     data = dict(row)
     data.pop("updated_at")
     data.pop("owner")
     return Schedule(**data)
 
 
-def _save_schedule(db: sqlite3.Connection, owner: str, s: Schedule, now: float) -> None:
+def _save_schedule(db: Connection, owner: str, s: Schedule, now: float) -> None:
     db.execute(
         "INSERT INTO reviews (owner, key, question_id, easiness, repetitions, interval_days, due_at, last_quality, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, key) DO UPDATE SET easiness = excluded.easiness,"
