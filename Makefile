@@ -45,6 +45,7 @@ bench: install-test
 	$(PY) benchmarks/bench_session.py
 	$(PY) benchmarks/bench_history.py
 	$(PY) benchmarks/bench_llm.py
+	$(PY) benchmarks/bench_deploy.py
 	$(PY) benchmarks/recorded_model.py replay ../shared/eval/dev-answers.jsonl --name dev
 	$(PY) benchmarks/recorded_model.py replay benchmarks/holdout-answers.jsonl --name holdout
 	$(PY) benchmarks/recorded_model.py replay benchmarks/blind-answers.jsonl --name blind

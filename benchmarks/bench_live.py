@@ -205,8 +205,8 @@ class App:
 
     starts = 0
 
-    def __init__(self, home: Path, model_url: str):
-        self.home, self.model_url = home, model_url
+    def __init__(self, home: Path, model_url: str, env: dict[str, str] | None = None):
+        self.home, self.model_url, self.env = home, model_url, env or {}
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.started_s = 0.0
@@ -227,6 +227,7 @@ class App:
             "GRADIO_ANALYTICS_ENABLED": "False",
             "PYTHONUNBUFFERED": "1",
             "BENCH_DIR": str(Path(__file__).resolve().parent),
+            **self.env,
         }
         App.starts += 1
         self.port = free_port()

@@ -57,15 +57,16 @@ class PostgresServer:
     def url(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
-    def start(self) -> PostgresServer:
+    def start(self, initialise: bool = True) -> PostgresServer:
         bin_dir = binaries()
-        subprocess.run(
-            [bin_dir / "initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"],
-            check=True,
-            capture_output=True,
-            **self._as,
-        )
-        log = (self.folder / "server.log").open("wb")
+        if initialise:
+            subprocess.run(
+                [bin_dir / "initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"],
+                check=True,
+                capture_output=True,
+                **self._as,
+            )
+        log = (self.folder / "server.log").open("ab")
         self.process = subprocess.Popen(
             [bin_dir / "postgres", "-D", self.data, "-p", str(self.port), "-h", "127.0.0.1", "-k", self.folder, *FAST],
             stdout=log,
@@ -97,7 +98,8 @@ class PostgresServer:
             db.execute(f"CREATE DATABASE {name}")
         return self.url.rsplit("/", 1)[0] + "/" + name
 
-    def stop(self) -> None:
+    def stop(self, keep: bool = False) -> None:
+        """Stop the server; its data is removed unless ``keep`` (to start it again)."""
         if self.process is not None:
             self.process.send_signal(signal.SIGINT)  # "fast" shutdown: clients still connected are let go
             try:
@@ -105,7 +107,9 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
+            self.process = None
+        if not keep:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 CHROMA = Path(sys.executable).parent / "chroma"

@@ -432,3 +432,31 @@ def test_one_move_per_prompt_whatever_the_tabs_do(services: Services, engine: En
         engine.skip(state.id, at=shown)  # a second click on a view from before the answer
     assert len(store.turns(state.id)) == 1
     assert engine.skip(state.id, at=engine.state(state.id).position).turn_id  # the current view may move
+
+
+def test_a_postgresql_that_goes_away_is_one_line_and_loses_nothing(services: Services, tmp_path: Path) -> None:
+    """A server of its own, stopped mid-interview: the submit is refused in one line, the answers
+    already stored stay, and once the server is back the same store goes on."""
+    from tests.servers import PostgresServer
+
+    server = PostgresServer().start()
+    try:
+        store = Store(tmp_path / "unused.db", server.new_database()).open()
+        engine = Engine(store, services.bank, services.offline_grader)
+        state = engine.start(make_plan(services.bank, "round", 1), mode="practice")
+        engine.submit(state.id, GOOD_Q01)
+        server.stop(keep=True)
+        with pytest.raises(StoreError) as refused:
+            engine.submit(state.id, "an answer while the database is down")
+        message = str(refused.value)
+        assert message.startswith("the session database postgresql://***@127.0.0.1:") or message.startswith(
+            "the session database postgresql://postgres@127.0.0.1:"
+        )
+        assert "cannot be reached" in message and "\n" not in message
+        server.start(initialise=False)
+        assert [t.answer for t in store.turns(state.id)] == [GOOD_Q01]
+        engine.submit(state.id, "after the restart: the follow-up answered")
+        assert len(store.turns(state.id)) == 2
+        store.close()
+    finally:
+        server.stop()

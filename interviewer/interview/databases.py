@@ -15,6 +15,7 @@ Nothing here knows the schema; :mod:`interviewer.interview.store` holds it and e
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
@@ -180,6 +181,9 @@ class SqliteDatabase:
 WRITERS_LOCK = 0x1E7E_5707E  # pg_advisory_xact_lock key: one write transaction at a time, all processes
 POOL_SIZE = 8  # connections a process keeps at most; reads are single indexed queries of a few ms
 CONNECT_TIMEOUT_S = 5
+# How long a read or write waits for a free pooled connection. Busy, all eight free up within
+# milliseconds; a wait this long means the server is gone, and a direct connection then says why.
+BORROW_TIMEOUT_S = 5
 
 
 @lru_cache(maxsize=512)
@@ -261,19 +265,27 @@ class PostgresDatabase:
                 f"INTERVIEWER_DATABASE_URL names PostgreSQL, but its driver is not installed ({exc.name}): "
                 "pip install 'psycopg[binary,pool]', or unset it to use the embedded SQLite file"
             ) from None
-        try:  # one direct connection first: its error says why (refused, unknown database, password)
-            psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True).close()
-        except (psycopg.Error, ValueError) as exc:
-            raise self._unreachable(exc) from None
+        self._probe()  # one direct connection first: its error says why (refused, unknown database, password)
+        # the pool retries in the background and warns at each failed attempt; the store reports the
+        # outage itself, in one line, to whoever asked
+        logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
         self._pool = ConnectionPool(
             self.url,
             min_size=1,
             max_size=POOL_SIZE,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
             check=ConnectionPool.check_connection,  # a server restarted meanwhile: a fresh connection
-            timeout=30,
+            timeout=BORROW_TIMEOUT_S,
             open=True,
         )
+
+    def _probe(self) -> None:
+        import psycopg
+
+        try:
+            psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True).close()
+        except (psycopg.Error, ValueError) as exc:
+            raise self._unreachable(exc) from None
 
     def close(self) -> None:
         if self._pool is not None:
@@ -290,7 +302,12 @@ class PostgresDatabase:
         try:
             with self._pool.connection() as conn:
                 yield conn
-        except (psycopg.OperationalError, PoolTimeout) as exc:
+        except PoolTimeout:
+            self._probe()  # the server's own reason, if it is gone
+            raise StoreError(
+                f"the session database {self} kept all {POOL_SIZE} connections of this process busy for {BORROW_TIMEOUT_S} s; try again"
+            ) from None
+        except psycopg.OperationalError as exc:
             raise self._unreachable(exc) from None
 
     @contextmanager
