@@ -258,7 +258,7 @@ class PostgresDatabase:
 
     def open(self) -> None:
         try:
-            import psycopg
+            import psycopg  # noqa: F401  (the driver, checked before the pool that needs it)
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise StoreError(
