@@ -40,6 +40,16 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def end(process: subprocess.Popen[bytes], how: signal.Signals, timeout_s: float = 20) -> None:
+    """Ask a server to stop with ``how``; kill it if it has not within ``timeout_s``."""
+    process.send_signal(how)
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class PostgresServer:
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="interviewer-pg-"))
@@ -101,12 +111,7 @@ class PostgresServer:
     def stop(self, keep: bool = False) -> None:
         """Stop the server; its data is removed unless ``keep`` (to start it again)."""
         if self.process is not None:
-            self.process.send_signal(signal.SIGINT)  # "fast" shutdown: clients still connected are let go
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            end(self.process, signal.SIGINT)  # "fast" shutdown: clients still connected are let go
             self.process = None
         if not keep:
             shutil.rmtree(self.folder, ignore_errors=True)
@@ -155,10 +160,5 @@ class ChromaServer:
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            end(self.process, signal.SIGTERM)
             self.process = None

@@ -18,8 +18,8 @@ from interviewer.application.exports import delete_session
 from interviewer.errors import InterviewerError
 from interviewer.faces.cli import app
 from interviewer.faces.web import Handlers, on_loopback, serve
-from interviewer.interview.plan import make_plan
-from interviewer.interview.store import LOCAL, Store
+from interviewer.interview.plan import Plan, make_plan
+from interviewer.interview.store import LOCAL, SavedEndpoint, Store
 from interviewer.provider import describe_endpoint, redacted
 from interviewer.services import Services
 from interviewer.settings import PROJECT_ROOT, EndpointSettings, Settings
@@ -249,3 +249,45 @@ def test_the_app_asks_for_a_sign_in_and_no_endpoint_crosses_users(signed_in_app:
     bob.predict("question", "q05", None, "practice", "en", sid, api_name="/start")
     assert seen.export(sid) == before, "another user's calls changed nothing"
     assert [r.id for r in seen.sessions("ann")] == [sid] and sid not in [r.id for r in seen.sessions("bob")]
+
+
+def test_accounts_endpoints_and_pages_are_kept_per_user_on_either_engine(store: Store) -> None:
+    """The store's side of accounts, on SQLite and on PostgreSQL: the first account takes the local
+    user's data, a user's endpoint and key are theirs, a removal takes everything the user owns."""
+    plan = Plan("question", "q05", ["q05"])
+    local = store.create_session("interview", "en", plan, "offline", 2, now=1.0)
+    assert store.add_user("ann", "$argon2id$hash-a", now=2.0) and not store.add_user("ann", "$argon2id$again", now=3.0)
+    assert store.add_user("bob", "$argon2id$hash-b", now=3.0)
+    assert store.users() == ["ann", "bob"] and store.owner_of(local.id) == "ann"
+    for n in range(5):
+        store.create_session("interview", "en", plan, "offline", 2, now=10.0 + n, owner="bob")
+    assert store.count_sessions("bob") == 5 and store.count_sessions("ann") == 1
+    pages = [s.created_at for s in store.sessions("bob", limit=2)] + [s.created_at for s in store.sessions("bob", limit=2, offset=2)]
+    assert pages == [14.0, 13.0, 12.0, 11.0] and len(store.sessions("bob")) == 5
+    store.save_endpoint("bob", SavedEndpoint("http://127.0.0.1:9/v1", "m", "sk-bob"), now=4.0)
+    store.save_endpoint("bob", SavedEndpoint("http://127.0.0.1:9/v1", "m2", "sk-bob2"), now=5.0)
+    assert store.saved_endpoint("bob") == SavedEndpoint("http://127.0.0.1:9/v1", "m2", "sk-bob2")
+    assert store.saved_endpoint("ann") is None and "sk-bob2" not in repr(store.saved_endpoint("bob"))
+    removed = store.remove_user("bob")
+    assert removed is not None and len(removed) == 5 and store.count_sessions("bob") == 0
+    assert store.saved_endpoint("bob") is None and store.users() == ["ann"] and store.remove_user("bob") is None
+    assert store.set_password("ann", "$argon2id$new") and store.password_hash("ann") == "$argon2id$new"
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("postgresql://ann:hunter22@127.0.0.1:9/interviews", "cannot be reached"),  # nothing listens on port 9
+        ("mysql://ann:hunter22@127.0.0.1/interviews", "is not a PostgreSQL URL"),
+    ],
+)
+def test_a_database_url_that_cannot_serve_is_one_line_without_its_password(
+    url: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INTERVIEWER_HOME", str(tmp_path))
+    monkeypatch.setenv("INTERVIEWER_DATABASE_URL", url)
+    result = runner.invoke(app, ["sessions"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1 and said in result.stderr
+    assert "hunter22" not in result.output and "***@127.0.0.1" in result.stderr
+    assert not (tmp_path / "sessions.db").exists()  # no SQLite file made instead
