@@ -1,7 +1,8 @@
 """The one module that knows the model provider: an OpenAI-compatible chat model via LangChain,
 with bounded retries, Retry-After, structured-output method discovery and typed failures; a text
 stream for the interviewer; the endpoint's model list for the doctor; Chroma's OpenAI embedding
-function for the index. No other module imports ``openai``, LangChain or that embedding function:
+function for the index; the transcription endpoint for answers spoken aloud. No other module
+imports ``openai``, LangChain or that embedding function:
 callers pass provider-neutral :class:`Message` values and get plain values and :class:`LLMError` on failure.
 
 The key is passed to the client as a secret and never appears in messages this module raises.
@@ -340,3 +341,71 @@ def openai_embedding_function(settings: Settings) -> Any:
         api_base=endpoint.base_url,
         api_key_env_var="OPENAI_API_KEY",
     )
+
+
+# -- speech: the transcription endpoint ------------------------------------------------------------
+OPENAI_TRANSCRIPTION_MODEL = "whisper-1"
+
+
+@dataclass(frozen=True)
+class SpeechEndpoint:
+    """Where recordings are transcribed: ``speech.stt_base_url`` with its own key, else the model
+    endpoint with its key (None base URL: OpenAI's own)."""
+
+    base_url: str | None
+    api_key: SecretStr | None = None
+    model: str = OPENAI_TRANSCRIPTION_MODEL
+
+    @property
+    def where(self) -> str:
+        host = urlparse(self.base_url).netloc.rpartition("@")[2] if self.base_url else "api.openai.com"
+        return f"{self.model} @ {host}"
+
+
+def speech_endpoint(settings: Settings) -> SpeechEndpoint | str:
+    """The transcription endpoint, or the one line saying what to configure for a microphone."""
+    speech, endpoint = settings.speech, settings.endpoint
+    base_url: str | None
+    key: SecretStr | None
+    if speech.stt_base_url:
+        base_url, key = speech.stt_base_url, speech.stt_api_key
+    elif endpoint.configured:
+        base_url, key = endpoint.base_url, endpoint.api_key
+    else:
+        return (
+            "to answer aloud, configure a transcription endpoint: OPENAI_API_KEY (OpenAI's whisper-1), "
+            "or INTERVIEWER_STT_BASE_URL and INTERVIEWER_STT_MODEL"
+        )
+    model = speech.stt_model or (OPENAI_TRANSCRIPTION_MODEL if base_url is None else None)
+    if model is None:
+        return f"to answer aloud, name the transcription model {redacted(base_url or '')} serves: INTERVIEWER_STT_MODEL (e.g. whisper-1)"
+    return SpeechEndpoint(base_url, key, model)
+
+
+def transcribe(endpoint: SpeechEndpoint, audio: bytes, filename: str, language: str | None, prompt: str, timeout_s: float) -> str:
+    """One ``/audio/transcriptions`` call: the text heard in ``audio`` (``filename`` names its format).
+    The prompt carries the words the recording is likely to use, so the model spells them as the field does."""
+    key = endpoint.api_key.get_secret_value() if endpoint.api_key else "not-needed"
+    with openai.OpenAI(base_url=endpoint.base_url, api_key=key, timeout=timeout_s, max_retries=1) as client:
+        try:
+            reply = client.audio.transcriptions.create(
+                model=endpoint.model,
+                file=(filename, audio),
+                language=language or openai.omit,
+                prompt=prompt or openai.omit,
+                response_format="json",
+            )
+        except openai.APITimeoutError:
+            raise EndpointUnreachable(f"{endpoint.where} did not transcribe within {timeout_s:.0f} s") from None
+        except openai.APIConnectionError:
+            raise EndpointUnreachable(f"cannot reach {endpoint.where} to transcribe") from None
+        except openai.AuthenticationError:
+            raise KeyRejected(f"{endpoint.where} rejected the API key (401)") from None
+        except openai.APIStatusError as exc:
+            said = exc.body.get("message") if isinstance(exc.body, dict) else None  # the endpoint's own words
+            detail = " ".join(str(said or exc.message).split())[:160]
+            raise LLMError(f"{endpoint.where} refused the recording ({exc.status_code}: {detail})", retryable=False) from None
+    text = getattr(reply, "text", None)
+    if not isinstance(text, str):
+        raise MalformedReply(f"{endpoint.where} answered without a transcript")
+    return text.strip()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from platformdirs import user_data_path
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
@@ -126,6 +126,37 @@ class LLMSettings(BaseModel):
         return (self.price_input_per_mtok or 0.0, self.price_output_per_mtok or 0.0)
 
 
+def _environment(name: str) -> Any:
+    """A default read from a short environment name (as INTERVIEWER_CHROMA_URL is)."""
+    return lambda: os.environ.get(name) or None
+
+
+class SpeechSettings(BaseModel):
+    """Answering aloud: the recording is transcribed through an OpenAI-compatible endpoint's
+    ``/audio/transcriptions`` (OpenAI's, or a faster-whisper or whisper.cpp server)."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    stt_model: str | None = Field(
+        default_factory=_environment("INTERVIEWER_STT_MODEL"),
+        description="Transcription model, e.g. whisper-1 or gpt-4o-transcribe. None: whisper-1 on OpenAI's own API, "
+        "and no microphone on any other endpoint (its transcription model must be named). INTERVIEWER_STT_MODEL.",
+    )
+    stt_base_url: str | None = Field(
+        default_factory=_environment("INTERVIEWER_STT_BASE_URL"),
+        description="A separate endpoint for transcription (e.g. a local whisper server). None: the model endpoint. "
+        "INTERVIEWER_STT_BASE_URL.",
+    )
+    stt_api_key: SecretStr | None = Field(
+        default_factory=_environment("INTERVIEWER_STT_API_KEY"),
+        description="Its key (with stt_base_url only; never the model endpoint's key). INTERVIEWER_STT_API_KEY.",
+    )
+    max_minutes: float = Field(default=20.0, gt=0, le=120, description="Longest recording transcribed; a longer one is refused.")
+    chunk_mb: float = Field(
+        default=20.0, gt=0.1, le=25, description="WAV recordings above this size are sent in pieces (OpenAI accepts 25 MB a file)."
+    )
+
+
 class InterviewSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -170,6 +201,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     interview: InterviewSettings = Field(default_factory=InterviewSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    speech: SpeechSettings = Field(default_factory=SpeechSettings)
     endpoint: EndpointSettings = Field(default_factory=EndpointSettings, exclude=True)
 
     @property

@@ -13,6 +13,8 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from email.parser import BytesParser
+from email.policy import default as default_policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -37,7 +39,12 @@ class Recorded:
     # replies for streamed requests (the live interviewer), used in order before ``script``: the live
     # turn and the background grade run at once, so each kind of request keeps its own queue
     streams: list[dict[str, Any]] = field(default_factory=list)
+    # scripted /audio/transcriptions replies, in order: {"text": str} or {"status": int, "error": str}, "delay"
+    transcripts: list[dict[str, Any]] = field(default_factory=list)
     models_status: int = 200  # what GET /models answers: 200 lists "test-model", anything else is an error
+
+    def transcription_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].endswith("/audio/transcriptions")]
 
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"].endswith("/chat/completions")]
@@ -53,6 +60,9 @@ def serve() -> Iterator[tuple[str, Recorded]]:
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self.path.endswith("/audio/transcriptions"):
+                self._transcription(raw)
+                return
             body = json.loads(raw or b"{}")
             recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": body, "raw": raw})
             if self.path.endswith("/chat/completions"):
@@ -80,6 +90,27 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                 self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model", "owned_by": "test"}]})
             else:
                 self._send(404, {"error": {"message": "not found"}})
+
+        def _transcription(self, raw: bytes) -> None:
+            """multipart/form-data: the fields (model, language, prompt …) and the audio file's bytes."""
+            head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
+            form: dict[str, Any] = {}
+            for part in BytesParser(policy=default_policy).parsebytes(head + raw).iter_parts():
+                name = part.get_param("name", header="content-disposition")
+                payload = part.get_payload(decode=True)
+                if part.get_filename():
+                    form[str(name)] = {"filename": part.get_filename(), "bytes": payload}
+                else:
+                    form[str(name)] = payload.decode() if isinstance(payload, bytes) else str(payload)
+            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": form, "raw": raw})
+            step = recorded.transcripts.pop(0) if recorded.transcripts else {"text": f"heard {len(form['file']['bytes'])} bytes"}
+            if step.get("delay"):
+                time.sleep(step["delay"])
+            status = step.get("status", 200)
+            if status != 200:
+                self._send(status, {"error": {"message": step.get("error", "scripted failure"), "type": "test"}})
+                return
+            self._send(200, {"text": step["text"]})
 
         def _chat(self, body: dict[str, Any]) -> None:
             if body.get("stream") and recorded.streams:

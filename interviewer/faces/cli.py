@@ -534,16 +534,47 @@ def progress(
 def doctor() -> None:
     """Check the model endpoint: reachable, model served, structured output works; then what it
     supports (json_schema, tools, json_mode, streaming) and the setting to use."""
-    from interviewer.faces.doctor import capabilities, run
+    from interviewer.faces.doctor import capabilities, run, transcription
 
     settings = _services().settings
     checks = run(settings)
     if settings.endpoint.configured and all(c.ok for c in checks):
         checks += capabilities(settings)
+    if settings.endpoint.configured or settings.speech.stt_base_url:
+        checks += transcription(settings)
     for check in checks:
         console.print(("[green]ok[/green]   " if check.ok else "[red]fix[/red]  ") + check.message, markup=True)
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
+
+
+@app.command()
+@clean_errors
+def transcribe(
+    audio: Annotated[Path, typer.Argument(help="A recording: wav, mp3, m4a, webm, ogg, flac …", exists=False)],
+    question: Annotated[str | None, typer.Option(help="The question answered (qNN): its words and terms go in the prompt.")] = None,
+    lang: Annotated[str | None, typer.Option(help="zh or en: the language spoken (default: the endpoint detects it).")] = None,
+) -> None:
+    """Print what the transcription endpoint hears in a recording (to check a set-up for answering aloud)."""
+    from interviewer.application.speech import Transcriber
+
+    services = _services()
+    try:
+        asked = services.bank.get(question) if question else None
+    except KeyError as exc:
+        raise InterviewerError(str(exc.args[0])) from None
+    if lang not in {None, "zh", "en"}:
+        raise InterviewerError("--lang must be zh or en")
+    transcriber = Transcriber(services.settings, services.glossary)
+
+    def progress(done: int, total: int) -> None:
+        if total > 1:
+            typer.echo(f"piece {min(done + 1, total)} of {total} …", err=True)
+
+    result = transcriber.transcribe(audio, asked, lang, progress)
+    typer.echo(result.text)
+    length = f"{result.audio_s:.1f} s of audio, " if result.audio_s is not None else ""
+    typer.echo(f"({length}{result.pieces} piece(s); {result.total_s:.2f} s, the endpoint {result.endpoint_s:.2f} s)", err=True)
 
 
 users = typer.Typer(help="Accounts: once one exists, the app asks everyone to sign in and each user sees only their own.")

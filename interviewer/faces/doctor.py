@@ -176,3 +176,27 @@ def capabilities(settings: Settings, lang: str = "en") -> list[Check]:
     else:
         checks.append(Check("streaming", True, said["stream_ok"]))
     return checks
+
+
+def transcription(settings: Settings) -> list[Check]:
+    """When answering aloud is configured: half a second of silence sent to ``/audio/transcriptions``
+    (an empty transcript is the right answer; any reply that is not an error passes)."""
+    import io
+    import wave
+
+    from interviewer.provider import SpeechEndpoint, speech_endpoint, transcribe
+
+    endpoint = speech_endpoint(settings)
+    if not isinstance(endpoint, SpeechEndpoint):
+        return [Check("transcription", True, f"answering aloud is off: {endpoint}")]
+    silence = io.BytesIO()
+    with wave.open(silence, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16000)
+        out.writeframes(bytes(16000))
+    try:
+        transcribe(endpoint, silence.getvalue(), "doctor.wav", None, "", settings.llm.timeout_s)
+    except LLMError as exc:
+        return [Check("transcription", False, f"transcription through {endpoint.where} failed: {exc}")]
+    return [Check("transcription", True, f"transcription works through {endpoint.where}: the page shows a microphone")]

@@ -1,0 +1,205 @@
+"""Answering aloud: real speech (espeak-ng, converted with sox) through the transcription path to a
+local OpenAI-compatible server, which checks what it receives; the faults, each one line."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import wave
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from interviewer.application.speech import SpeechError, Transcriber, vocabulary_prompt
+from interviewer.faces.cli import app
+from interviewer.provider import speech_endpoint
+from interviewer.services import Services
+from interviewer.settings import EndpointSettings, LLMSettings, Settings, SpeechSettings
+from tests.fake_openai import Recorded, serve
+from tests.servers import free_port
+
+runner = CliRunner()
+EN = "NCCL all reduce across eight GPUs, with ZeRO three sharding the parameters"
+ZH = "张量并行把每一层的矩阵切到多张卡上"
+
+
+def spoken(folder: Path, text: str, voice: str, name: str) -> Path:
+    """``text`` said by espeak-ng (Debian's espeak-ng; ``make install-test`` installs it)."""
+    if shutil.which("espeak-ng") is None:
+        pytest.fail("espeak-ng is missing: `make install-test` installs it", pytrace=False)
+    path = folder / name
+    subprocess.run(["espeak-ng", "-v", voice, "-w", str(path), text], check=True, capture_output=True)
+    return path
+
+
+def frames(audio: bytes) -> tuple[Any, bytes]:
+    with wave.open(io.BytesIO(audio)) as read:
+        return read.getparams(), read.readframes(read.getnframes())
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Recorded]]:
+    with serve() as (url, recorded):
+        yield url, recorded
+
+
+def settings_for(url: str, tmp_path: Path, **speech: Any) -> Settings:
+    return Settings(
+        home=tmp_path,
+        endpoint=EndpointSettings(base_url=url, api_key="sk-test", model="test-model"),
+        llm=LLMSettings(timeout_s=3, max_retries=0),
+        speech=SpeechSettings(stt_model="whisper-test", **speech),
+    )
+
+
+def test_a_spoken_answer_reaches_the_endpoint_with_the_questions_words(
+    services: Services, server: tuple[str, Recorded], tmp_path: Path
+) -> None:
+    url, recorded = server
+    recording = spoken(tmp_path, EN, "en", "answer.wav")
+    recorded.transcripts.append({"text": "  NCCL all-reduce across eight GPUs, with ZeRO-3 sharding the parameters. "})
+    result = Transcriber(settings_for(url, tmp_path), services.glossary).transcribe(recording, services.bank.get("q02"), "en")
+    assert result.text == "NCCL all-reduce across eight GPUs, with ZeRO-3 sharding the parameters."
+    assert result.pieces == 1 and result.audio_s is not None and 2.0 < result.audio_s < 10.0
+    assert 0 <= result.endpoint_s <= result.total_s
+    (request,) = recorded.transcription_requests()
+    form = request["body"]
+    assert form["model"] == "whisper-test" and form["language"] == "en"
+    assert form["file"]["bytes"] == recording.read_bytes() and form["file"]["filename"] == "answer.wav"  # the audio as recorded
+    assert {k.lower(): v for k, v in request["headers"].items()}["authorization"] == "Bearer sk-test"
+    prompt = form["prompt"]
+    assert prompt.startswith(services.bank.get("q02").question.en)
+    assert all(term in prompt for term in ("ZeRO-3", "all-gather", "reduce-scatter")), prompt  # the field's spellings
+    assert len(prompt) <= 600
+
+
+def test_chinese_speech_converted_by_sox_goes_as_it_is(services: Services, server: tuple[str, Recorded], tmp_path: Path) -> None:
+    url, recorded = server
+    wav = spoken(tmp_path, ZH, "cmn", "zh.wav")
+    flac = tmp_path / "zh.flac"
+    subprocess.run(["sox", str(wav), "-r", "16000", str(flac)], check=True, capture_output=True)
+    recorded.transcripts.append({"text": ZH})
+    result = Transcriber(settings_for(url, tmp_path), services.glossary).transcribe(flac, services.bank.get("q01"), "zh")
+    assert result.text == ZH and result.audio_s is None  # only WAV is measured and cut
+    form = recorded.transcription_requests()[0]["body"]
+    assert form["file"]["bytes"] == flac.read_bytes() and form["file"]["filename"] == "zh.flac" and form["language"] == "zh"
+    assert form["prompt"].startswith(services.bank.get("q01").question.zh) and "张量并行" in form["prompt"] and "1F1B" in form["prompt"]
+
+
+def test_a_long_recording_is_sent_in_pieces_that_lose_no_sound(services: Services, server: tuple[str, Recorded], tmp_path: Path) -> None:
+    url, recorded = server
+    one = spoken(tmp_path, EN, "en", "one.wav")
+    long = tmp_path / "long.wav"
+    subprocess.run(["sox", str(one), str(one), str(one), str(long)], check=True, capture_output=True)  # about 15 s, 660 kB
+    recorded.transcripts += [{"text": "first part"}, {"text": "second part"}, {"text": ""}, {"text": "last part"}]
+    seen: list[tuple[int, int]] = []
+    result = Transcriber(settings_for(url, tmp_path, chunk_mb=0.2), services.glossary).transcribe(
+        long, services.bank.get("q02"), "en", lambda done, total: seen.append((done, total))
+    )
+    requests = recorded.transcription_requests()
+    assert result.pieces == len(requests) == 4 and result.text == "first part second part last part"
+    assert seen[0] == (0, 4) and seen[-1] == (4, 4)
+    params, whole = frames(long.read_bytes())
+    pieces = [frames(r["body"]["file"]["bytes"]) for r in requests]
+    assert all(p.framerate == params.framerate and p.nchannels == params.nchannels for p, _ in pieces)
+    assert b"".join(f for _, f in pieces) == whole  # cut on frame boundaries, nothing dropped or repeated
+    assert all(len(r["body"]["file"]["bytes"]) <= 200_000 for r in requests)
+    assert requests[1]["body"]["prompt"].endswith("first part") and requests[2]["body"]["prompt"].endswith("first part second part")
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        ({"status": 400, "error": "Invalid file format."}, "refused the recording (400: Invalid file format.)"),
+        ({"status": 401, "error": "bad key"}, "rejected the API key (401)"),
+        ({"text": "   "}, "nothing was heard in the recording"),
+        ({"text": "late", "delay": 4.5}, "did not transcribe within 3 s"),
+    ],
+)
+def test_what_the_endpoint_does_wrong_is_one_line(
+    services: Services, server: tuple[str, Recorded], tmp_path: Path, reply: dict[str, Any], said: str
+) -> None:
+    url, recorded = server
+    recording = spoken(tmp_path, EN, "en", "answer.wav")
+    recorded.transcripts += [reply, reply]  # the client's one retry meets the same
+    with pytest.raises(SpeechError) as refused:
+        Transcriber(settings_for(url, tmp_path), services.glossary).transcribe(recording, None, "en")
+    message = str(refused.value)
+    assert said in message and "\n" not in message and "sk-test" not in message
+
+
+def test_recordings_that_cannot_be_sent_are_refused_before_sending(
+    services: Services, server: tuple[str, Recorded], tmp_path: Path
+) -> None:
+    url, recorded = server
+    transcriber = Transcriber(settings_for(url, tmp_path, max_minutes=0.02), services.glossary)  # 1.2 s at most
+    cases = {
+        "empty.wav": (b"", "the recording is empty"),
+        "noise.wav": (b"RIFF" + bytes(100), "not a readable WAV file"),
+        "notes.txt": (b"hello", ".txt is not an audio format"),
+    }
+    for name, (content, said) in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(SpeechError, match=said):
+            transcriber.transcribe(tmp_path / name)
+    with pytest.raises(SpeechError, match=r"minutes long, more than the 0 transcribed at most"):
+        transcriber.transcribe(spoken(tmp_path, EN, "en", "long.wav"))
+    with pytest.raises(SpeechError, match="cannot be read"):
+        transcriber.transcribe(tmp_path / "missing.wav")
+    assert recorded.transcription_requests() == []
+
+
+def test_a_dead_endpoint_and_no_endpoint_are_one_line(services: Services, tmp_path: Path) -> None:
+    recording = spoken(tmp_path, EN, "en", "answer.wav")
+    dead = settings_for(f"http://127.0.0.1:{free_port()}/v1", tmp_path)
+    with pytest.raises(SpeechError, match=r"cannot reach whisper-test @ 127\.0\.0\.1:\d+ to transcribe; your typed answer is kept"):
+        Transcriber(dead, services.glossary).transcribe(recording)
+    nothing = Transcriber(Settings(home=tmp_path, endpoint=EndpointSettings.model_construct()), services.glossary)
+    assert not nothing.available and "OPENAI_API_KEY" in nothing.unavailable_reason
+    # a local endpoint serves chat; its transcription model must be named, or no microphone
+    local = Settings(home=tmp_path, endpoint=EndpointSettings(base_url="http://127.0.0.1:9/v1"), speech=SpeechSettings(stt_model=None))
+    assert "INTERVIEWER_STT_MODEL" in str(speech_endpoint(local))
+    # OpenAI's own API: whisper-1 unless told otherwise
+    openai_own = Settings(home=tmp_path, endpoint=EndpointSettings(api_key="sk-x"), speech=SpeechSettings(stt_model=None))
+    assert getattr(speech_endpoint(openai_own), "model", None) == "whisper-1"
+
+
+def test_a_separate_transcription_endpoint_uses_its_own_key_only(services: Services, server: tuple[str, Recorded], tmp_path: Path) -> None:
+    url, recorded = server
+    settings = Settings(
+        home=tmp_path,
+        endpoint=EndpointSettings(base_url="http://127.0.0.1:9/v1", api_key="sk-chat", model="m"),
+        speech=SpeechSettings(stt_model="whisper-local", stt_base_url=url, stt_api_key=None),
+    )
+    Transcriber(settings, services.glossary).transcribe(spoken(tmp_path, EN, "en", "a.wav"))
+    (request,) = recorded.transcription_requests()
+    assert "sk-chat" not in json.dumps(request["headers"]) and request["body"]["model"] == "whisper-local"
+
+
+def test_transcribe_prints_what_was_heard(server: tuple[str, Recorded], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url, recorded = server
+    monkeypatch.setenv("INTERVIEWER_HOME", str(tmp_path))
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("INTERVIEWER_STT_MODEL", "whisper-test")
+    recorded.transcripts.append({"text": "ring all-reduce sends 2(N-1)/N of the data"})
+    recording = spoken(tmp_path, EN, "en", "answer.wav")
+    result = runner.invoke(app, ["transcribe", str(recording), "--question", "q03", "--lang", "en"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "ring all-reduce sends 2(N-1)/N of the data\n"
+    assert "piece(s)" in result.stderr and "the endpoint" in result.stderr
+    wrong = runner.invoke(app, ["transcribe", str(recording), "--question", "q99"])
+    assert wrong.exit_code == 1 and wrong.stderr.startswith("error: ") and wrong.stderr.count("\n") == 1
+
+
+def test_the_prompt_keeps_the_fields_spellings_and_drops_plain_words(services: Services) -> None:
+    prompt = vocabulary_prompt(services.bank.get("q08"), services.glossary, "en")
+    assert prompt.startswith(services.bank.get("q08").question.en + "\nTerms: ")
+    assert all(term in prompt for term in ("GEMM", "__syncthreads", "cp.async", "cuBLAS"))
+    assert ", thread," not in prompt and ", kernel," not in prompt  # the model spells those unaided
+    assert len(prompt) <= 600 and not prompt.endswith(",")
+    assert vocabulary_prompt(None, services.glossary, "zh") == ""
