@@ -211,7 +211,7 @@ def signed_in_app(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def test_the_app_asks_for_a_sign_in_and_no_endpoint_crosses_users(signed_in_app: Any) -> None:
     import httpx
-    from gradio_client import Client
+    from gradio_client import Client, handle_file
 
     url = signed_in_app.url
     assert httpx.get(url + "gradio_api/info").status_code in {401, 403}, "nothing is served before the sign-in"
@@ -237,6 +237,7 @@ def test_the_app_asks_for_a_sign_in_and_no_endpoint_crosses_users(signed_in_app:
         "/dont_know": [sid],
         "/next_round": [sid],
         "/resume": [sid],
+        "/transcribe": [sid, handle_file(str(silence(signed_in_app.home / "silence.wav"))), "typed"],
     }
     assert set(calls) | {"/start", "/check_model"} == set(endpoints), "an endpoint this test does not call as another user"
     for name, data in calls.items():
@@ -249,6 +250,17 @@ def test_the_app_asks_for_a_sign_in_and_no_endpoint_crosses_users(signed_in_app:
     bob.predict("question", "q05", None, "practice", "en", sid, api_name="/start")
     assert seen.export(sid) == before, "another user's calls changed nothing"
     assert [r.id for r in seen.sessions("ann")] == [sid] and sid not in [r.id for r in seen.sessions("bob")]
+
+
+def silence(path: Path) -> Path:
+    import wave
+
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16000)
+        out.writeframes(bytes(16000))
+    return path
 
 
 def test_accounts_endpoints_and_pages_are_kept_per_user_on_either_engine(store: Store) -> None:

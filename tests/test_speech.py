@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import subprocess
 import wave
@@ -203,3 +204,71 @@ def test_the_prompt_keeps_the_fields_spellings_and_drops_plain_words(services: S
     assert ", thread," not in prompt and ", kernel," not in prompt  # the model spells those unaided
     assert len(prompt) <= 600 and not prompt.endswith(",")
     assert vocabulary_prompt(None, services.glossary, "zh") == ""
+
+
+def test_the_page_puts_the_words_after_what_was_typed_for_the_question_on_screen(server: tuple[str, Recorded], tmp_path: Path) -> None:
+    from interviewer.faces.web import Handlers
+
+    url, recorded = server
+    services = Services(settings_for(url, tmp_path))
+    handlers = Handlers(services)
+    assert handlers.transcriber.available
+    view = handlers.start("question", "q06", None, "practice", "zh")
+    recorded.transcripts.append({"text": "warp 里的线程走不同分支时会串行执行。"})
+    recording = spoken(tmp_path, ZH, "cmn", "zh.wav")
+    text, notice = handlers.transcribe(view.session_id, str(recording), "先写的一句。")
+    assert text == "先写的一句。\nwarp 里的线程走不同分支时会串行执行。" and re.match(r"已转写 \d+ s，用时 \d+\.\d 秒", notice)
+    form = recorded.transcription_requests()[0]["body"]
+    assert form["language"] == "zh" and form["prompt"].startswith(services.bank.get("q06").question.zh)
+    assert services.store.turns(view.session_id) == []  # nothing is submitted: the candidate reads it first
+    with pytest.raises(Exception, match=f"no session '{view.session_id}'"):
+        handlers.transcribe(view.session_id, str(recording), "", user="someone-else")
+    with pytest.raises(Exception, match=r"No recording arrived|没有收到录音"):
+        handlers.transcribe(view.session_id, None, "typed")
+    offline = Handlers(Services(Settings(home=tmp_path / "offline", endpoint=EndpointSettings.model_construct())))
+    assert not offline.transcriber.available
+
+
+def test_recording_in_the_browser_puts_the_transcript_in_the_answer_box(server: tuple[str, Recorded], tmp_path: Path) -> None:
+    """Chromium records from a fake microphone fed by an espeak-ng file; the page sends the
+    recording, and what the endpoint heard lands in the answer box, not yet submitted."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM, App
+
+    url, recorded = server
+    voice = tmp_path / "mic.wav"
+    subprocess.run(["sox", str(spoken(tmp_path, EN, "en", "said.wav")), "-r", "48000", "-b", "16", str(voice)], check=True)
+    recorded.transcripts.append({"text": "NCCL all-reduce across eight GPUs, with ZeRO-3 sharding the parameters."})
+    env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-test", "INTERVIEWER_MODEL": "test-model", "INTERVIEWER_STT_MODEL": "whisper-test"}
+    served = App(tmp_path / "home", free_port(), env).start()
+    microphone = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", f"--use-file-for-fake-audio-capture={voice}"]
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*ARGS, *microphone])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(served.url)
+            page.get_by_label("one question", exact=True).check()
+            page.get_by_role("button", name="Start").click()
+            page.get_by_text("[q01]").first.wait_for()
+            page.get_by_label("Your answer").fill("Typed first.")
+            mic = page.locator("#mic")
+            mic.get_by_role("button", name="Record").click()
+            page.wait_for_timeout(2500)
+            mic.get_by_role("button", name="Stop").click()
+            page.wait_for_function(
+                "() => document.querySelector('textarea[data-testid=\"textbox\"], #component-0 textarea, textarea')"
+                " && [...document.querySelectorAll('textarea')].some(t => t.value.includes('ZeRO-3'))",
+                timeout=30_000,
+            )
+            box = page.get_by_label("Your answer").input_value()
+            page.screenshot(path=str(ARTIFACTS / "speech-in.png"))
+            browser.close()
+    finally:
+        served.stop()
+    assert box == "Typed first.\nNCCL all-reduce across eight GPUs, with ZeRO-3 sharding the parameters."
+    (request,) = recorded.transcription_requests()
+    params, sound = frames(request["body"]["file"]["bytes"])
+    assert request["body"]["file"]["filename"].endswith(".wav") and params.nframes / params.framerate > 1.0
+    assert any(sound[i] for i in range(0, len(sound), 97)), "the recording carries the fake microphone's sound, not silence"
+    assert request["body"]["prompt"].startswith("How do data, tensor and pipeline parallelism")

@@ -8,12 +8,13 @@ session id lives in the browser (``gr.BrowserState``) so a reload resumes it.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +27,7 @@ from interviewer.application.grading import GradingWorker
 from interviewer.application.history import History
 from interviewer.application.labels import grader_line
 from interviewer.application.plans import select_plan
+from interviewer.application.speech import Transcriber
 from interviewer.application.turns import Playback, Step, settle, speak
 from interviewer.errors import InterviewerError
 from interviewer.faces.page_text import (
@@ -78,6 +80,9 @@ TEXT = {
         "followups": "追问 {n}",
         "good_answer": "好的回答包含什么",
         "read": "要读的",
+        "transcribed": "已转写{audio}，用时 {seconds:.1f} 秒：先读一遍、改正，再点“提交”。",
+        "no_recording": "没有收到录音：再录一次，或直接输入回答。",
+        "pieces": "（分 {n} 段）",
     },
     "en": {
         "skip": "(skipped)",
@@ -95,6 +100,9 @@ TEXT = {
         "followups": "{n} follow-up(s)",
         "good_answer": "What a good answer contains",
         "read": "Read",
+        "transcribed": "Transcribed{audio} in {seconds:.1f} s: read it, correct it, then press Submit.",
+        "no_recording": "No recording arrived: record again, or type the answer.",
+        "pieces": " (in {n} pieces)",
     },
 }
 
@@ -451,6 +459,29 @@ class Handlers:
         """The session as it stands, for a tab whose view fell behind."""
         return self.view(self._state(session_id, user))
 
+    @functools.cached_property
+    def transcriber(self) -> Transcriber:
+        """Recordings to text through the server's transcription endpoint (see *speech* settings)."""
+        return Transcriber(self.services.settings, self.services.glossary)
+
+    def transcribe(
+        self, session_id: str, recording: str | None, typed: str, *, user: str = LOCAL, progress: Callable[[int, int], None] | None = None
+    ) -> tuple[str, str]:
+        """The answer box with the recording's words after what was typed, and the line under it. The
+        question on screen gives the transcription its vocabulary; nothing is submitted."""
+        session_id = self._owned(session_id, user)
+        state = self.current_state(session_id, user=user)
+        said = TEXT[state.lang]
+        if not recording:
+            raise InterviewerError(said["no_recording"])
+        question_id = state.prompt.question_id
+        question = self.services.bank.get(question_id) if question_id else None
+        heard = self.transcriber.transcribe(Path(recording), question, state.lang, progress)
+        text = f"{typed.rstrip()}\n{heard.text}" if (typed or "").strip() else heard.text
+        audio = f" {heard.audio_s:.0f} s" if heard.audio_s is not None else ""
+        audio += said["pieces"].format(n=heard.pieces) if heard.pieces > 1 else ""
+        return text, said["transcribed"].format(audio=audio, seconds=heard.total_s)
+
     def current_state(self, session_id: str, *, user: str = LOCAL) -> SessionState:
         return self._state(session_id, user)
 
@@ -708,6 +739,11 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
             with gr.Column(scale=3, min_width=360):  # the conversation
                 chat = gr.Chatbot([welcome("en")], height="58vh", min_height=360, label=w["chat"], latex_delimiters=[])
                 answer = gr.Textbox(lines=6, label=w["answer"], placeholder=w["placeholder"])
+                speaking = handlers.transcriber.available  # a microphone only with a transcription endpoint
+                mic = gr.Audio(sources=["microphone"], type="filepath", format="wav", label=w["mic"], visible=speaking, elem_id="mic")
+                speech_off = gr.Markdown(
+                    "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason}</sub>", elem_classes="notice"
+                )
                 code = gr.Code(language="cpp", label=w["code"], visible=False, lines=14)
                 notice = gr.Markdown("", elem_classes="notice")
                 playing = gr.State(None)  # the turn this tab's last Submit stored, for its `follow` to play
@@ -838,7 +874,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
 
         labelled = [title, lang, plan, question, topic, mode, start, model_panel, model_help, model_url, model_name]
         labelled += [model_key, check, history_panel, resume_id, resume, chart, topic_chart, weakest, chat, answer, code]
-        labelled += [submit, dont_know, skip, retry, proceed, progress]
+        labelled += [submit, dont_know, skip, retry, proceed, progress, mic, speech_off]
 
         def relabel(chosen: str, saved: str, request: gr.Request) -> tuple[Any, ...]:
             """Every control in the chosen language; before any interview, the welcome in it too."""
@@ -870,6 +906,8 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 gr.update(label=w["code"]),
                 *(w[name] for name in ("submit", "dont_know", "skip", "retry", "proceed")),
                 handlers.badge(user_of(request), lang_) if idle else gr.skip(),
+                gr.update(label=w["mic"]),
+                "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason}</sub>",
             )
 
         def drill_pickers(chosen: str) -> tuple[Any, Any]:
@@ -934,6 +972,26 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         def check_model(base_url: str, model: str, api_key: str, chosen: str, request: gr.Request) -> tuple[str, str, str]:
             return handlers.check_model(base_url, model, api_key, page_lang(chosen), user=user_of(request))
 
+        def transcribe_recording(
+            request: gr.Request,
+            sid: str,
+            recording: str | None,
+            typed: str,
+            progress: Any = gr.Progress(),  # noqa: B008 (Gradio's way)
+        ) -> tuple[Any, Any]:
+            """The recording's words land in the answer box (after anything typed), to be read and
+            corrected before Submit; a failure is one line and leaves the box as it is."""
+
+            def advance(done: int, total: int) -> None:
+                if total > 1:
+                    progress((done, total), unit="pieces")
+
+            try:
+                return handlers.transcribe(sid, recording, typed or "", user=user_of(request), progress=advance)
+            except InterviewerError as exc:
+                raise gr.Error(str(exc)) from None
+
+        mic.stop_recording(transcribe_recording, [session_id, mic, answer], [answer, notice], api_name="transcribe")
         check.click(check_model, [model_url, model_name, model_key, lang], [check_result, progress, model_key], api_name="check_model")
 
         def on_load(saved: str, request: gr.Request) -> tuple[Any, ...]:
