@@ -20,9 +20,10 @@ install-test: $(PY) install-browser
 
 # Debian's Chromium and a CJK font for the browser tests (never `playwright install`: no downloads
 # here), Pango for the PDF reports, poppler's pdftoppm to check their pages, and PostgreSQL's server
-# (the tests start a throwaway one: the store tests run on it as well as on SQLite), and espeak-ng
-# with sox to speak answers for the transcription tests.
-DEBIAN_PACKAGES := chromium fonts-wqy-microhei libpango-1.0-0 libpangoft2-1.0-0 poppler-utils postgresql espeak-ng sox
+# (the tests start a throwaway one: the store tests run on it as well as on SQLite), espeak-ng
+# with sox to speak answers for the speech tests, and ffmpeg for Gradio's streaming audio (the
+# interviewer's voice).
+DEBIAN_PACKAGES := chromium fonts-wqy-microhei libpango-1.0-0 libpangoft2-1.0-0 poppler-utils postgresql espeak-ng sox ffmpeg
 install-browser:
 	@dpkg -s $(DEBIAN_PACKAGES) >/dev/null 2>&1 || \
 		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $(DEBIAN_PACKAGES))

@@ -345,12 +345,13 @@ def openai_embedding_function(settings: Settings) -> Any:
 
 # -- speech: the transcription endpoint ------------------------------------------------------------
 OPENAI_TRANSCRIPTION_MODEL = "whisper-1"
+OPENAI_SPEECH_MODEL = "gpt-4o-mini-tts"
 
 
 @dataclass(frozen=True)
 class SpeechEndpoint:
-    """Where recordings are transcribed: ``speech.stt_base_url`` with its own key, else the model
-    endpoint with its key (None base URL: OpenAI's own)."""
+    """Where recordings are transcribed or words spoken: ``speech.base_url`` with its own key, else
+    the model endpoint with its key (None base URL: OpenAI's own); ``model`` is the one for the job."""
 
     base_url: str | None
     api_key: SecretStr | None = None
@@ -362,23 +363,26 @@ class SpeechEndpoint:
         return f"{self.model} @ {host}"
 
 
-def speech_endpoint(settings: Settings) -> SpeechEndpoint | str:
-    """The transcription endpoint, or the one line saying what to configure for a microphone."""
+def speech_endpoint(settings: Settings, job: Literal["transcription", "speech"] = "transcription") -> SpeechEndpoint | str:
+    """The endpoint that transcribes recordings (or speaks the interviewer's words), or the one line
+    saying what to configure for a microphone (or a voice)."""
     speech, endpoint = settings.speech, settings.endpoint
+    transcribing = job == "transcription"
+    variable = "INTERVIEWER_STT_MODEL" if transcribing else "INTERVIEWER_TTS_MODEL"
     base_url: str | None
     key: SecretStr | None
-    if speech.stt_base_url:
-        base_url, key = speech.stt_base_url, speech.stt_api_key
+    if speech.base_url:
+        base_url, key = speech.base_url, speech.api_key
     elif endpoint.configured:
         base_url, key = endpoint.base_url, endpoint.api_key
     else:
-        return (
-            "to answer aloud, configure a transcription endpoint: OPENAI_API_KEY (OpenAI's whisper-1), "
-            "or INTERVIEWER_STT_BASE_URL and INTERVIEWER_STT_MODEL"
-        )
-    model = speech.stt_model or (OPENAI_TRANSCRIPTION_MODEL if base_url is None else None)
+        what = "to answer aloud" if transcribing else "for the interviewer's voice"
+        return f"{what}, configure a speech endpoint: OPENAI_API_KEY (OpenAI's own), or INTERVIEWER_SPEECH_BASE_URL and {variable}"
+    named = speech.stt_model if transcribing else speech.tts_model
+    model = named or ((OPENAI_TRANSCRIPTION_MODEL if transcribing else OPENAI_SPEECH_MODEL) if base_url is None else None)
     if model is None:
-        return f"to answer aloud, name the transcription model {redacted(base_url or '')} serves: INTERVIEWER_STT_MODEL (e.g. whisper-1)"
+        which = "transcription" if transcribing else "speech"
+        return f"name the {which} model {redacted(base_url or '')} serves: {variable}"
     return SpeechEndpoint(base_url, key, model)
 
 
@@ -409,3 +413,25 @@ def transcribe(endpoint: SpeechEndpoint, audio: bytes, filename: str, language: 
     if not isinstance(text, str):
         raise MalformedReply(f"{endpoint.where} answered without a transcript")
     return text.strip()
+
+
+def speak(endpoint: SpeechEndpoint, text: str, voice: str, timeout_s: float) -> bytes:
+    """One ``/audio/speech`` call: ``text`` spoken in ``voice``, as MP3 bytes."""
+    key = endpoint.api_key.get_secret_value() if endpoint.api_key else "not-needed"
+    with openai.OpenAI(base_url=endpoint.base_url, api_key=key, timeout=timeout_s, max_retries=1) as client:
+        try:
+            reply = client.audio.speech.create(model=endpoint.model, voice=voice, input=text, response_format="mp3")
+            audio = reply.read()
+        except openai.APITimeoutError:
+            raise EndpointUnreachable(f"{endpoint.where} did not speak within {timeout_s:.0f} s") from None
+        except openai.APIConnectionError:
+            raise EndpointUnreachable(f"cannot reach {endpoint.where} to speak") from None
+        except openai.AuthenticationError:
+            raise KeyRejected(f"{endpoint.where} rejected the API key (401)") from None
+        except openai.APIStatusError as exc:
+            said = exc.body.get("message") if isinstance(exc.body, dict) else None
+            detail = " ".join(str(said or exc.message).split())[:160]
+            raise LLMError(f"{endpoint.where} refused to speak ({exc.status_code}: {detail})", retryable=False) from None
+    if not audio:
+        raise MalformedReply(f"{endpoint.where} answered with no audio")
+    return audio

@@ -132,8 +132,9 @@ def _environment(name: str) -> Any:
 
 
 class SpeechSettings(BaseModel):
-    """Answering aloud: the recording is transcribed through an OpenAI-compatible endpoint's
-    ``/audio/transcriptions`` (OpenAI's, or a faster-whisper or whisper.cpp server)."""
+    """Speech: a recorded answer is transcribed through an OpenAI-compatible endpoint's
+    ``/audio/transcriptions`` (OpenAI's, or a faster-whisper or whisper.cpp server), and the
+    interviewer's words can be spoken through its ``/audio/speech``."""
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
@@ -142,14 +143,20 @@ class SpeechSettings(BaseModel):
         description="Transcription model, e.g. whisper-1 or gpt-4o-transcribe. None: whisper-1 on OpenAI's own API, "
         "and no microphone on any other endpoint (its transcription model must be named). INTERVIEWER_STT_MODEL.",
     )
-    stt_base_url: str | None = Field(
-        default_factory=_environment("INTERVIEWER_STT_BASE_URL"),
-        description="A separate endpoint for transcription (e.g. a local whisper server). None: the model endpoint. "
-        "INTERVIEWER_STT_BASE_URL.",
+    tts_model: str | None = Field(
+        default_factory=_environment("INTERVIEWER_TTS_MODEL"),
+        description="Speech model for the interviewer's voice, e.g. gpt-4o-mini-tts or tts-1. None: gpt-4o-mini-tts on "
+        "OpenAI's own API, and no voice on any other endpoint. INTERVIEWER_TTS_MODEL.",
     )
-    stt_api_key: SecretStr | None = Field(
-        default_factory=_environment("INTERVIEWER_STT_API_KEY"),
-        description="Its key (with stt_base_url only; never the model endpoint's key). INTERVIEWER_STT_API_KEY.",
+    voice: str = Field(default="alloy", min_length=1, description="The interviewer's voice (the speech endpoint's name for it).")
+    base_url: str | None = Field(
+        default_factory=_environment("INTERVIEWER_SPEECH_BASE_URL"),
+        description="A separate endpoint for transcription and speech (e.g. a local whisper server). None: the model endpoint. "
+        "INTERVIEWER_SPEECH_BASE_URL.",
+    )
+    api_key: SecretStr | None = Field(
+        default_factory=_environment("INTERVIEWER_SPEECH_API_KEY"),
+        description="Its key (with speech.base_url only; never the model endpoint's key). INTERVIEWER_SPEECH_API_KEY.",
     )
     max_minutes: float = Field(default=20.0, gt=0, le=120, description="Longest recording transcribed; a longer one is refused.")
     chunk_mb: float = Field(

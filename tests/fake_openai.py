@@ -7,6 +7,7 @@ import base64
 import json
 import socket
 import struct
+import subprocess
 import threading
 import time
 import zlib
@@ -41,7 +42,12 @@ class Recorded:
     streams: list[dict[str, Any]] = field(default_factory=list)
     # scripted /audio/transcriptions replies, in order: {"text": str} or {"status": int, "error": str}, "delay"
     transcripts: list[dict[str, Any]] = field(default_factory=list)
+    # scripted /audio/speech failures, in order ({"status": int, "error": str} or {"delay": s}); else espeak-ng speaks
+    speeches: list[dict[str, Any]] = field(default_factory=list)
     models_status: int = 200  # what GET /models answers: 200 lists "test-model", anything else is an error
+
+    def speech_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].endswith("/audio/speech")]
 
     def transcription_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"].endswith("/audio/transcriptions")]
@@ -64,7 +70,10 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                 self._transcription(raw)
                 return
             body = json.loads(raw or b"{}")
-            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": body, "raw": raw})
+            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": body, "raw": raw, "at": time.monotonic()})
+            if self.path.endswith("/audio/speech"):
+                self._speech(body)
+                return
             if self.path.endswith("/chat/completions"):
                 self._chat(body)
                 return
@@ -111,6 +120,22 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                 self._send(status, {"error": {"message": step.get("error", "scripted failure"), "type": "test"}})
                 return
             self._send(200, {"text": step["text"]})
+
+        def _speech(self, body: dict[str, Any]) -> None:
+            """The words said by espeak-ng (real speech, as WAV), or a scripted failure."""
+            step = recorded.speeches.pop(0) if recorded.speeches else {}
+            if step.get("delay"):
+                time.sleep(step["delay"])
+            if step.get("status", 200) != 200:
+                self._send(step["status"], {"error": {"message": step.get("error", "scripted failure"), "type": "test"}})
+                return
+            voice = "cmn" if any("\u4e00" <= ch <= "\u9fff" for ch in body["input"]) else "en"
+            audio = subprocess.run(["espeak-ng", "-v", voice, "--stdout", body["input"]], check=True, capture_output=True).stdout
+            self.send_response(200)
+            self.send_header("Content-Type", "audio/wav")
+            self.send_header("Content-Length", str(len(audio)))
+            self.end_headers()
+            self.wfile.write(audio)
 
         def _chat(self, body: dict[str, Any]) -> None:
             if body.get("stream") and recorded.streams:

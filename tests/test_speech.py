@@ -175,7 +175,7 @@ def test_a_separate_transcription_endpoint_uses_its_own_key_only(services: Servi
     settings = Settings(
         home=tmp_path,
         endpoint=EndpointSettings(base_url="http://127.0.0.1:9/v1", api_key="sk-chat", model="m"),
-        speech=SpeechSettings(stt_model="whisper-local", stt_base_url=url, stt_api_key=None),
+        speech=SpeechSettings(stt_model="whisper-local", base_url=url, api_key=None),
     )
     Transcriber(settings, services.glossary).transcribe(spoken(tmp_path, EN, "en", "a.wav"))
     (request,) = recorded.transcription_requests()
@@ -229,8 +229,11 @@ def test_the_page_puts_the_words_after_what_was_typed_for_the_question_on_screen
     assert not offline.transcriber.available
 
 
-def test_recording_in_the_browser_puts_the_transcript_in_the_answer_box(server: tuple[str, Recorded], tmp_path: Path) -> None:
-    """Chromium records from a fake microphone fed by an espeak-ng file; the page sends the
+def test_in_the_browser_the_question_is_spoken_and_a_recording_lands_in_the_answer_box(
+    server: tuple[str, Recorded], tmp_path: Path
+) -> None:
+    """With the voice on, Start speaks the question through the endpoint and the page plays it.
+    Chromium records from a fake microphone fed by an espeak-ng file; the page sends the
     recording, and what the endpoint heard lands in the answer box, not yet submitted."""
     from playwright.sync_api import sync_playwright
 
@@ -241,16 +244,26 @@ def test_recording_in_the_browser_puts_the_transcript_in_the_answer_box(server: 
     subprocess.run(["sox", str(spoken(tmp_path, EN, "en", "said.wav")), "-r", "48000", "-b", "16", str(voice)], check=True)
     recorded.transcripts.append({"text": "NCCL all-reduce across eight GPUs, with ZeRO-3 sharding the parameters."})
     env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-test", "INTERVIEWER_MODEL": "test-model", "INTERVIEWER_STT_MODEL": "whisper-test"}
+    env["INTERVIEWER_TTS_MODEL"] = "tts-test"
     served = App(tmp_path / "home", free_port(), env).start()
-    microphone = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", f"--use-file-for-fake-audio-capture={voice}"]
+    microphone = [
+        "--autoplay-policy=no-user-gesture-required",
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={voice}",
+    ]
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*ARGS, *microphone])
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(served.url)
             page.get_by_label("one question", exact=True).check()
+            page.get_by_label("Speak the interviewer's questions").check()
             page.get_by_role("button", name="Start").click()
             page.get_by_text("[q01]").first.wait_for()
+            page.wait_for_function(  # the voice plays: Gradio's player got the stream and has sound to play
+                "() => [...document.querySelectorAll('#voice audio')].some(a => a.duration > 0 || a.currentTime > 0)", timeout=30_000
+            )
             page.get_by_label("Your answer").fill("Typed first.")
             mic = page.locator("#mic")
             mic.get_by_role("button", name="Record").click()
@@ -272,3 +285,53 @@ def test_recording_in_the_browser_puts_the_transcript_in_the_answer_box(server: 
     assert request["body"]["file"]["filename"].endswith(".wav") and params.nframes / params.framerate > 1.0
     assert any(sound[i] for i in range(0, len(sound), 97)), "the recording carries the fake microphone's sound, not silence"
     assert request["body"]["prompt"].startswith("How do data, tensor and pipeline parallelism")
+    spoken_words = [r["body"]["input"] for r in recorded.speech_requests()]
+    assert spoken_words[0].startswith("How do data, tensor and pipeline parallelism each work"), spoken_words
+    assert "[q01]" not in " ".join(spoken_words)
+
+
+def test_the_interviewer_is_spoken_sentence_by_sentence_as_it_is_worded(server: tuple[str, Recorded], tmp_path: Path) -> None:
+    from interviewer.application.speech import Speaker
+
+    url, recorded = server
+    speaker = Speaker(settings_for(url, tmp_path, tts_model="tts-test", voice="echo"))
+    assert speaker.available
+    snapshots = [
+        "**↪** You gave t=8",
+        "**↪** You gave t=8, p=8 for 1,024 GPUs.",
+        "**↪** You gave t=8, p=8 for 1,024 GPUs. Why keep `cp.async` in",
+        "**↪** You gave t=8, p=8 for 1,024 GPUs. Why keep `cp.async` in the loop? 那么张量并行放在哪里？最后",
+        "**↪** You gave t=8, p=8 for 1,024 GPUs. Why keep `cp.async` in the loop? 那么张量并行放在哪里？最后一句",
+    ]
+    consumed: list[str] = []
+
+    def worded() -> Iterator[str]:
+        for text in snapshots:
+            consumed.append(text)
+            yield text
+
+    audio = speaker.stream(worded())
+    first = next(audio)
+    assert len(consumed) == 2, "the first sentence is spoken as soon as it is complete, before the rest is worded"
+    assert frames(first)[0].nframes > 0  # real speech came back
+    rest = list(audio)
+    said = [r["body"]["input"] for r in recorded.speech_requests()]
+    assert said == ["You gave t=8, p=8 for 1,024 GPUs.", "Why keep cp.async in the loop?", "那么张量并行放在哪里？", "最后一句"]
+    assert len(rest) == 3
+    assert all(r["body"]["model"] == "tts-test" and r["body"]["voice"] == "echo" for r in recorded.speech_requests())
+
+
+def test_words_that_change_are_spoken_again_and_a_failing_voice_is_one_line(server: tuple[str, Recorded], tmp_path: Path) -> None:
+    from interviewer.application.speech import Speaker
+
+    url, recorded = server
+    speaker = Speaker(settings_for(url, tmp_path, tts_model="tts-test"))
+    list(speaker.stream(["The model began. And then", "[q01] The scripted question instead. Two sentences."]))
+    said = [r["body"]["input"] for r in recorded.speech_requests()]
+    assert said == ["The model began.", "The scripted question instead.", "Two sentences."]
+    recorded.speeches += [{"status": 400, "error": "voice not found"}] * 2
+    with pytest.raises(SpeechError) as refused:
+        list(speaker.stream(["Hello there."]))
+    assert "refused to speak (400: voice not found); the words are on screen" in str(refused.value) and "\n" not in str(refused.value)
+    local = Settings(home=tmp_path, endpoint=EndpointSettings(base_url=url), speech=SpeechSettings(tts_model=None))
+    assert not Speaker(local).available and "INTERVIEWER_TTS_MODEL" in str(Speaker(local).endpoint)

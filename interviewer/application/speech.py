@@ -1,5 +1,6 @@
-"""Answers spoken aloud: a recording becomes text for the answer box, through the transcription
-endpoint (:func:`interviewer.provider.transcribe`).
+"""Speech: a recorded answer becomes text for the answer box, through the transcription endpoint
+(:func:`interviewer.provider.transcribe`); the interviewer's words are spoken through the speech
+endpoint (:func:`interviewer.provider.speak`), one sentence at a time as they are worded.
 
 The request's prompt carries the question and the glossary terms it uses, so that NCCL, ZeRO-3,
 cp.async or 张量并行 come back spelled as the field spells them. A WAV recording larger than
@@ -14,14 +15,14 @@ import io
 import re
 import time
 import wave
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from interviewer.content.glossary import Glossary
 from interviewer.content.rubric import Question
 from interviewer.errors import InterviewerError
-from interviewer.provider import LLMError, SpeechEndpoint, speech_endpoint, transcribe
+from interviewer.provider import LLMError, SpeechEndpoint, speak, speech_endpoint, transcribe
 from interviewer.settings import Settings
 
 # What /audio/transcriptions accepts (OpenAI's list; whisper servers take the same through ffmpeg)
@@ -197,3 +198,60 @@ class Transcriber:
         if not text:
             raise SpeechError("nothing was heard in the recording: check the microphone and record again, or type the answer")
         return Transcript(text, audio_s, len(pieces), waited, time.perf_counter() - begun)
+
+
+# -- the interviewer's voice -----------------------------------------------------------------------
+# A sentence ends at 。！？；, or at . ! ? ; followed by a space or the end (so cp.async and 3.5 stay whole).
+SENTENCE_END = re.compile(r"[。！？；]|[.!?;](?=\s|$)")
+MARKUP = re.compile(r"\*\*|__|`|^#+\s*|^\s*[-*]\s+|\[q\d{2}\]|↪|<[^>]+>", re.M)
+
+
+def speakable(text: str) -> str:
+    """The words as they are said: no Markdown marks, question tags or HTML."""
+    return " ".join(MARKUP.sub(" ", text).split())
+
+
+def sentence_ends(text: str, start: int = 0) -> list[int]:
+    """Where each whole sentence of ``text`` after ``start`` ends."""
+    return [m.end() for m in SENTENCE_END.finditer(text, start)]
+
+
+class Speaker:
+    """The interviewer's words to audio: each sentence is sent to the speech endpoint as soon as it
+    is complete, so the first one plays while the rest is still being worded."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.endpoint: SpeechEndpoint | str = speech_endpoint(settings, "speech")
+
+    @property
+    def available(self) -> bool:
+        return isinstance(self.endpoint, SpeechEndpoint)
+
+    def say(self, sentence: str) -> bytes:
+        endpoint = self.endpoint
+        if isinstance(endpoint, str):
+            raise SpeechError(endpoint)
+        try:
+            return speak(endpoint, sentence, self.settings.speech.voice, self.settings.llm.timeout_s)
+        except LLMError as exc:
+            raise SpeechError(f"{exc}; the words are on screen") from None
+
+    def stream(self, snapshots: Iterable[str]) -> Iterator[bytes]:
+        """Audio for the words as they grow: each snapshot holds all that was said so far (the last,
+        the words as stored). Words that change under the speaker (a scripted follow-up after the
+        model's failed one) are spoken from the start of the new words."""
+        said = ""  # the words already sent to be spoken
+        latest = ""
+        for snapshot in snapshots:
+            latest = speakable(snapshot)
+            if not latest.startswith(said):
+                said = ""
+            for end in sentence_ends(latest, len(said)):  # one request a sentence: the first plays soonest
+                sentence = latest[len(said) : end].strip()
+                said = latest[:end]
+                if sentence:
+                    yield self.say(sentence)
+        rest = latest[len(said) :].strip() if latest.startswith(said) else latest
+        if rest:
+            yield self.say(rest)

@@ -540,7 +540,7 @@ def doctor() -> None:
     checks = run(settings)
     if settings.endpoint.configured and all(c.ok for c in checks):
         checks += capabilities(settings)
-    if settings.endpoint.configured or settings.speech.stt_base_url:
+    if settings.endpoint.configured or settings.speech.base_url:
         checks += transcription(settings)
     for check in checks:
         console.print(("[green]ok[/green]   " if check.ok else "[red]fix[/red]  ") + check.message, markup=True)

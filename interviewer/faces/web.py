@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import secrets
+import shutil
 import tempfile
 import threading
 import time
@@ -27,7 +28,7 @@ from interviewer.application.grading import GradingWorker
 from interviewer.application.history import History
 from interviewer.application.labels import grader_line
 from interviewer.application.plans import select_plan
-from interviewer.application.speech import Transcriber
+from interviewer.application.speech import Speaker, Transcriber
 from interviewer.application.turns import Playback, Step, settle, speak
 from interviewer.errors import InterviewerError
 from interviewer.faces.page_text import (
@@ -482,6 +483,36 @@ class Handlers:
         audio += said["pieces"].format(n=heard.pieces) if heard.pieces > 1 else ""
         return text, said["transcribed"].format(audio=audio, seconds=heard.total_s)
 
+    @functools.cached_property
+    def speaker(self) -> Speaker:
+        """The interviewer's words to audio through the server's speech endpoint."""
+        return Speaker(self.services.settings)
+
+    @property
+    def voiced(self) -> bool:
+        """Whether the page offers the interviewer's voice: a speech endpoint, and ffmpeg, which
+        Gradio's streaming audio needs to cut the spoken sentences into a stream."""
+        return self.speaker.available and shutil.which("ffmpeg") is not None
+
+    def words_of_turn(self, session_id: str, turn_id: int, *, user: str = LOCAL) -> Iterator[str]:
+        """The interviewer's words after this turn as they grow: the follow-up while it is worded,
+        then the next prompt as stored (the page's voice speaks them as they come)."""
+        session_id = self._owned(session_id, user)
+        with self._playbacks_lock:
+            playback = self._playbacks.get(turn_id)
+        if playback is None:  # decided already, or in another process: the prompt as it stands
+            yield self.words_on_screen(session_id, user=user)
+            return
+        for step in playback.follow():
+            if step.state.prompt.kind != "deciding":
+                yield step.state.prompt.text or ""
+                return
+            if step.speaking:
+                yield step.speaking
+
+    def words_on_screen(self, session_id: str, *, user: str = LOCAL) -> str:
+        return self.current_state(session_id, user=user).prompt.text or ""
+
     def current_state(self, session_id: str, *, user: str = LOCAL) -> SessionState:
         return self._state(session_id, user)
 
@@ -741,6 +772,10 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 answer = gr.Textbox(lines=6, label=w["answer"], placeholder=w["placeholder"])
                 speaking = handlers.transcriber.available  # a microphone only with a transcription endpoint
                 mic = gr.Audio(sources=["microphone"], type="filepath", format="wav", label=w["mic"], visible=speaking, elem_id="mic")
+                voiced = handlers.voiced  # the interviewer's voice, with a speech endpoint and ffmpeg
+                with gr.Row(visible=voiced):
+                    voice_on = gr.Checkbox(value=False, label=w["voice_on"], scale=1)
+                    voice = gr.Audio(streaming=True, autoplay=True, interactive=False, label=w["voice"], elem_id="voice", scale=3)
                 speech_off = gr.Markdown(
                     "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason}</sub>", elem_classes="notice"
                 )
@@ -874,7 +909,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
 
         labelled = [title, lang, plan, question, topic, mode, start, model_panel, model_help, model_url, model_name]
         labelled += [model_key, check, history_panel, resume_id, resume, chart, topic_chart, weakest, chat, answer, code]
-        labelled += [submit, dont_know, skip, retry, proceed, progress, mic, speech_off]
+        labelled += [submit, dont_know, skip, retry, proceed, progress, mic, speech_off, voice_on, voice]
 
         def relabel(chosen: str, saved: str, request: gr.Request) -> tuple[Any, ...]:
             """Every control in the chosen language; before any interview, the welcome in it too."""
@@ -908,6 +943,8 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 handlers.badge(user_of(request), lang_) if idle else gr.skip(),
                 gr.update(label=w["mic"]),
                 "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason}</sub>",
+                gr.update(label=w["voice_on"]),
+                gr.update(label=w["voice"]),
             )
 
         def drill_pickers(chosen: str) -> tuple[Any, Any]:
@@ -943,23 +980,51 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 yield (*shown_, "")
 
         warned = gr.State("")  # the session this page last warned a Start would leave
-        start.click(start_or_warn, [plan, question, topic, mode, lang, session_id, warned], [*outputs, warned], api_name="start").success(
-            out_of_the_way, [session_id, warned], [sidebar], api_visibility="undocumented", queue=False
-        ).then(refresh_history, [lang], [history, chart, topic_chart, weakest], api_visibility="undocumented")
+        started = start.click(start_or_warn, [plan, question, topic, mode, lang, session_id, warned], [*outputs, warned], api_name="start")
+        started.success(out_of_the_way, [session_id, warned], [sidebar], api_visibility="undocumented", queue=False).then(
+            refresh_history, [lang], [history, chart, topic_chart, weakest], api_visibility="undocumented"
+        )
         # the answer is stored by a plain request (no queue to lose it in); the turn then streams in
         # an event with no concurrency limit: its work is waiting on the model, not on this machine.
         # Neither shows Gradio's progress overlay: the chat's own mark says the interviewer is about
         # to speak, and the overlay's timer, redrawn on fourteen outputs for the whole turn (in
         # practice until the card, ~19 s), cost a page more CPU than the turn itself.
-        submit.click(
+        unlisted: dict[str, Any] = {"api_visibility": "undocumented", "show_progress": "hidden"}
+
+        def speak_turn(request: gr.Request, sid: str, turn_id: int | None, on: bool) -> Iterator[bytes]:
+            if on and turn_id is not None:
+                yield from spoken(lambda user: handlers.words_of_turn(sid, turn_id, user=user), request)
+
+        def speak_prompt(request: gr.Request, sid: str, on: bool) -> Iterator[bytes]:
+            if on and sid:
+                yield from spoken(lambda user: iter([handlers.words_on_screen(sid, user=user)]), request)
+
+        def spoken(words: Callable[[str], Iterator[str]], request: gr.Request) -> Iterator[bytes]:
+            """Sentence by sentence; a voice that fails is one warning, the words stay on screen."""
+            try:
+                yield from handlers.speaker.stream(words(user_of(request)))
+            except InterviewerError as exc:
+                gr.Warning(str(exc))
+
+        committed = submit.click(
             guarded(handlers.commit), [session_id, answer, code, position], outputs, api_name="submit", queue=False, **quiet
-        ).success(guarded(handlers.follow), [session_id, playing], outputs, api_name="follow", concurrency_limit=None, **quiet)
-        retry.click(
+        )
+        committed.success(guarded(handlers.follow), [session_id, playing], outputs, api_name="follow", concurrency_limit=None, **quiet)
+        retried = retry.click(
             guarded(handlers.commit_retry), [session_id, answer, code, position], outputs, api_name="retry", queue=False, **quiet
-        ).success(guarded(handlers.follow), [session_id, playing], outputs, api_name="follow_retry", concurrency_limit=None, **quiet)
-        skip.click(guarded(handlers.skip), [session_id, position], outputs, api_name="skip")
-        dont_know.click(guarded(handlers.dont_know), [session_id, position], outputs, api_name="dont_know")
-        proceed.click(guarded(handlers.proceed), [session_id, position], outputs, api_name="next_round")
+        )
+        retried.success(guarded(handlers.follow), [session_id, playing], outputs, api_name="follow_retry", concurrency_limit=None, **quiet)
+        moved = [
+            skip.click(guarded(handlers.skip), [session_id, position], outputs, api_name="skip"),
+            dont_know.click(guarded(handlers.dont_know), [session_id, position], outputs, api_name="dont_know"),
+            proceed.click(guarded(handlers.proceed), [session_id, position], outputs, api_name="next_round"),
+        ]
+        # the interviewer's voice, beside the words: the turn's words as they are worded, or the prompt now on screen
+        if voiced:
+            for event in (committed, retried):
+                event.success(speak_turn, [session_id, playing, voice_on], [voice], concurrency_limit=None, **unlisted)
+            for event in [started, *moved]:
+                event.success(speak_prompt, [session_id, voice_on], [voice], concurrency_limit=None, **unlisted)
         resume.click(guarded(handlers.resume), [resume_id], outputs, api_name="resume").success(
             out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
         )
