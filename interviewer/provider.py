@@ -386,29 +386,35 @@ def speech_endpoint(settings: Settings, job: Literal["transcription", "speech"] 
     return SpeechEndpoint(base_url, key, model)
 
 
+@functools.lru_cache(maxsize=16)
+def speech_client(endpoint: SpeechEndpoint, timeout_s: float) -> openai.OpenAI:
+    """One client an endpoint, kept (making one took 33 ms a request; a client is safe to share)."""
+    key = endpoint.api_key.get_secret_value() if endpoint.api_key else "not-needed"
+    return openai.OpenAI(base_url=endpoint.base_url, api_key=key, timeout=timeout_s, max_retries=1)
+
+
 def transcribe(endpoint: SpeechEndpoint, audio: bytes, filename: str, language: str | None, prompt: str, timeout_s: float) -> str:
     """One ``/audio/transcriptions`` call: the text heard in ``audio`` (``filename`` names its format).
     The prompt carries the words the recording is likely to use, so the model spells them as the field does."""
-    key = endpoint.api_key.get_secret_value() if endpoint.api_key else "not-needed"
-    with openai.OpenAI(base_url=endpoint.base_url, api_key=key, timeout=timeout_s, max_retries=1) as client:
-        try:
-            reply = client.audio.transcriptions.create(
-                model=endpoint.model,
-                file=(filename, audio),
-                language=language or openai.omit,
-                prompt=prompt or openai.omit,
-                response_format="json",
-            )
-        except openai.APITimeoutError:
-            raise EndpointUnreachable(f"{endpoint.where} did not transcribe within {timeout_s:.0f} s") from None
-        except openai.APIConnectionError:
-            raise EndpointUnreachable(f"cannot reach {endpoint.where} to transcribe") from None
-        except openai.AuthenticationError:
-            raise KeyRejected(f"{endpoint.where} rejected the API key (401)") from None
-        except openai.APIStatusError as exc:
-            said = exc.body.get("message") if isinstance(exc.body, dict) else None  # the endpoint's own words
-            detail = " ".join(str(said or exc.message).split())[:160]
-            raise LLMError(f"{endpoint.where} refused the recording ({exc.status_code}: {detail})", retryable=False) from None
+    client = speech_client(endpoint, timeout_s)
+    try:
+        reply = client.audio.transcriptions.create(
+            model=endpoint.model,
+            file=(filename, audio),
+            language=language or openai.omit,
+            prompt=prompt or openai.omit,
+            response_format="json",
+        )
+    except openai.APITimeoutError:
+        raise EndpointUnreachable(f"{endpoint.where} did not transcribe within {timeout_s:.0f} s") from None
+    except openai.APIConnectionError:
+        raise EndpointUnreachable(f"cannot reach {endpoint.where} to transcribe") from None
+    except openai.AuthenticationError:
+        raise KeyRejected(f"{endpoint.where} rejected the API key (401)") from None
+    except openai.APIStatusError as exc:
+        said = exc.body.get("message") if isinstance(exc.body, dict) else None  # the endpoint's own words
+        detail = " ".join(str(said or exc.message).split())[:160]
+        raise LLMError(f"{endpoint.where} refused the recording ({exc.status_code}: {detail})", retryable=False) from None
     text = getattr(reply, "text", None)
     if not isinstance(text, str):
         raise MalformedReply(f"{endpoint.where} answered without a transcript")
@@ -417,21 +423,20 @@ def transcribe(endpoint: SpeechEndpoint, audio: bytes, filename: str, language: 
 
 def speak(endpoint: SpeechEndpoint, text: str, voice: str, timeout_s: float) -> bytes:
     """One ``/audio/speech`` call: ``text`` spoken in ``voice``, as MP3 bytes."""
-    key = endpoint.api_key.get_secret_value() if endpoint.api_key else "not-needed"
-    with openai.OpenAI(base_url=endpoint.base_url, api_key=key, timeout=timeout_s, max_retries=1) as client:
-        try:
-            reply = client.audio.speech.create(model=endpoint.model, voice=voice, input=text, response_format="mp3")
-            audio = reply.read()
-        except openai.APITimeoutError:
-            raise EndpointUnreachable(f"{endpoint.where} did not speak within {timeout_s:.0f} s") from None
-        except openai.APIConnectionError:
-            raise EndpointUnreachable(f"cannot reach {endpoint.where} to speak") from None
-        except openai.AuthenticationError:
-            raise KeyRejected(f"{endpoint.where} rejected the API key (401)") from None
-        except openai.APIStatusError as exc:
-            said = exc.body.get("message") if isinstance(exc.body, dict) else None
-            detail = " ".join(str(said or exc.message).split())[:160]
-            raise LLMError(f"{endpoint.where} refused to speak ({exc.status_code}: {detail})", retryable=False) from None
+    client = speech_client(endpoint, timeout_s)
+    try:
+        reply = client.audio.speech.create(model=endpoint.model, voice=voice, input=text, response_format="mp3")
+        audio = reply.read()
+    except openai.APITimeoutError:
+        raise EndpointUnreachable(f"{endpoint.where} did not speak within {timeout_s:.0f} s") from None
+    except openai.APIConnectionError:
+        raise EndpointUnreachable(f"cannot reach {endpoint.where} to speak") from None
+    except openai.AuthenticationError:
+        raise KeyRejected(f"{endpoint.where} rejected the API key (401)") from None
+    except openai.APIStatusError as exc:
+        said = exc.body.get("message") if isinstance(exc.body, dict) else None
+        detail = " ".join(str(said or exc.message).split())[:160]
+        raise LLMError(f"{endpoint.where} refused to speak ({exc.status_code}: {detail})", retryable=False) from None
     if not audio:
         raise MalformedReply(f"{endpoint.where} answered with no audio")
     return audio

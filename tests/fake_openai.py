@@ -111,7 +111,9 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                     form[str(name)] = {"filename": part.get_filename(), "bytes": payload}
                 else:
                     form[str(name)] = payload.decode() if isinstance(payload, bytes) else str(payload)
-            recorded.requests.append({"path": self.path, "headers": dict(self.headers), "body": form, "raw": raw})
+            received = time.time()
+            entry = {"path": self.path, "headers": dict(self.headers), "body": form, "raw": raw, "received": received}
+            recorded.requests.append(entry)
             step = recorded.transcripts.pop(0) if recorded.transcripts else {"text": f"heard {len(form['file']['bytes'])} bytes"}
             if step.get("delay"):
                 time.sleep(step["delay"])
@@ -120,6 +122,7 @@ def serve() -> Iterator[tuple[str, Recorded]]:
                 self._send(status, {"error": {"message": step.get("error", "scripted failure"), "type": "test"}})
                 return
             self._send(200, {"text": step["text"]})
+            entry["endpoint_s"] = time.time() - received  # the endpoint's own time, for the product's overhead
 
         def _speech(self, body: dict[str, Any]) -> None:
             """The words said by espeak-ng (real speech, as WAV), or a scripted failure."""

@@ -335,3 +335,16 @@ def test_words_that_change_are_spoken_again_and_a_failing_voice_is_one_line(serv
     assert "refused to speak (400: voice not found); the words are on screen" in str(refused.value) and "\n" not in str(refused.value)
     local = Settings(home=tmp_path, endpoint=EndpointSettings(base_url=url), speech=SpeechSettings(tts_model=None))
     assert not Speaker(local).available and "INTERVIEWER_TTS_MODEL" in str(Speaker(local).endpoint)
+
+
+def test_doctor_checks_transcription_and_speech(server: tuple[str, Recorded], tmp_path: Path) -> None:
+    from interviewer.faces.doctor import transcription
+
+    url, recorded = server
+    checks = transcription(settings_for(url, tmp_path, tts_model="tts-test"))
+    assert [(c.name, c.ok) for c in checks] == [("transcription", True), ("speech", True)]
+    assert "the page shows a microphone" in checks[0].message and "tts-test @ 127.0.0.1" in checks[1].message
+    recorded.transcripts += [{"status": 404, "error": "no such route"}] * 2
+    failed = transcription(settings_for(url, tmp_path))
+    assert not failed[0].ok and "404: no such route" in failed[0].message
+    assert (failed[1].ok and "voice is off" not in failed[1].message) or failed[1].ok

@@ -180,11 +180,12 @@ def capabilities(settings: Settings, lang: str = "en") -> list[Check]:
 
 def transcription(settings: Settings) -> list[Check]:
     """When answering aloud is configured: half a second of silence sent to ``/audio/transcriptions``
-    (an empty transcript is the right answer; any reply that is not an error passes)."""
+    (an empty transcript is the right answer; any reply that is not an error passes); when the
+    interviewer's voice is, the word "ok" sent to ``/audio/speech``."""
     import io
     import wave
 
-    from interviewer.provider import SpeechEndpoint, speech_endpoint, transcribe
+    from interviewer.provider import SpeechEndpoint, speak, speech_endpoint, transcribe
 
     endpoint = speech_endpoint(settings)
     if not isinstance(endpoint, SpeechEndpoint):
@@ -198,5 +199,14 @@ def transcription(settings: Settings) -> list[Check]:
     try:
         transcribe(endpoint, silence.getvalue(), "doctor.wav", None, "", settings.llm.timeout_s)
     except LLMError as exc:
-        return [Check("transcription", False, f"transcription through {endpoint.where} failed: {exc}")]
-    return [Check("transcription", True, f"transcription works through {endpoint.where}: the page shows a microphone")]
+        checks = [Check("transcription", False, f"transcription through {endpoint.where} failed: {exc}")]
+    else:
+        checks = [Check("transcription", True, f"transcription works through {endpoint.where}: the page shows a microphone")]
+    voice = speech_endpoint(settings, "speech")
+    if not isinstance(voice, SpeechEndpoint):
+        return [*checks, Check("speech", True, f"the interviewer's voice is off: {voice}")]
+    try:
+        speak(voice, "ok", settings.speech.voice, settings.llm.timeout_s)
+    except LLMError as exc:
+        return [*checks, Check("speech", False, f"speech through {voice.where} failed: {exc}")]
+    return [*checks, Check("speech", True, f"speech works through {voice.where} (voice {settings.speech.voice})")]

@@ -189,8 +189,11 @@ class Handlers:
         self._playbacks_lock = threading.Lock()
 
     def start_threads(self) -> None:
-        """A server starts its pools' threads before candidates arrive (see ``pools``)."""
+        """A server starts its pools' threads before candidates arrive (see ``pools``), and makes
+        what the first recording would wait for."""
         self.worker.start()
+        bank = self.services.bank.questions
+        threading.Thread(target=self.transcriber.warm, args=(bank,), name="speech-warm-up", daemon=True).start()
         start_all(self._speakers, self.settings.llm.grading_workers)
 
     def _live_turns(self) -> set[int]:
