@@ -162,6 +162,11 @@ class SpeechSettings(BaseModel):
     chunk_mb: float = Field(
         default=20.0, gt=0.1, le=25, description="WAV recordings above this size are sent in pieces (OpenAI accepts 25 MB a file)."
     )
+    keep_recordings: bool = Field(
+        default=True,
+        description="Keep each spoken answer's recording with its turn (replayed in the history; MP3 at 32 kbit/s with ffmpeg, "
+        "else 16 kHz WAV). INTERVIEWER_SPEECH__KEEP_RECORDINGS=false keeps only the words.",
+    )
 
 
 class InterviewSettings(BaseModel):

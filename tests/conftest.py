@@ -18,6 +18,7 @@ from interviewer.retrieval.index import KnowledgeIndex
 from interviewer.retrieval.search import Retriever
 from interviewer.services import Services
 from interviewer.settings import PROJECT_ROOT, Settings
+from tests.fake_openai import Recorded, serve
 from tests.servers import ChromaServer, PostgresServer
 
 RUBRICS = PROJECT_ROOT / "rubrics"
@@ -170,3 +171,10 @@ def shown_text(markdown: str) -> str:
 
     rendered = re.sub(r"<br\s*/?>\n?", "\n", MarkdownIt("commonmark").render(markdown))
     return html.unescape(re.sub(r"<[^>]+>", "", rendered)).replace("\xa0", " ")
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Recorded]]:
+    """A local OpenAI-compatible server that records what it receives (see ``fake_openai``)."""
+    with serve() as running:
+        yield running

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,7 @@ from interviewer.interview.plan import make_plan
 from interviewer.interview.store import StaleMove, Store
 from interviewer.services import Services
 from interviewer.settings import EndpointSettings, InterviewSettings, LLMSettings, Settings
-from tests.fake_openai import Recorded, serve
-
-
-@pytest.fixture
-def server() -> Iterator[tuple[str, Recorded]]:
-    with serve() as running:
-        yield running
+from tests.fake_openai import Recorded
 
 
 def model_settings(base_url: str, home: Path, **llm: Any) -> Settings:

@@ -19,7 +19,7 @@ from interviewer.grading.model import LLMGrader
 from interviewer.provider import StructuredCaller
 from interviewer.services import Services
 from interviewer.settings import EndpointSettings, LLMSettings, Settings
-from tests.fake_openai import Recorded, serve
+from tests.fake_openai import Recorded
 
 SECRET = "sk-test-secret-5678"
 ANSWER = "ZeRO-1 切分优化器状态，ZeRO-2 再切梯度，ZeRO-3 再切参数，通信约 3Ψ，靠预取和计算重叠隐藏。"
@@ -44,12 +44,6 @@ GOOD_REPLY = reply(
         criterion("made-up-criterion", 3, ["ZeRO-1"]),
     ]
 )
-
-
-@pytest.fixture
-def server() -> Iterator[tuple[str, Recorded]]:
-    with serve() as running:
-        yield running
 
 
 def make(services: Services, base_url: str, sleeps: list[float] | None = None, **llm: Any) -> LLMGrader:

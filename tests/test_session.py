@@ -269,7 +269,7 @@ def test_an_answer_survives_kill_9_during_grading(services: Services, open_store
 
 
 def test_migrations_are_named_and_applied_once(open_store: Callable[[], Store]) -> None:
-    names = ["0001_initial", "0002_review_schedule", "0003_typed_turns", "0004_owners", "0005_server_secrets"]
+    names = ["0001_initial", "0002_review_schedule", "0003_typed_turns", "0004_owners", "0005_server_secrets", "0006_recordings"]
     store = open_store()
     assert store.applied_migrations() == names
     store.close()
@@ -327,7 +327,14 @@ def test_an_old_database_is_migrated_in_place(tmp_path: Path) -> None:
     db.execute("INSERT INTO sessions VALUES ('old1', 0, 0, 'finished', 'interview', 'zh', ?, '{}', 0)", (plan,))
     db.close()
     store = Store(path).open()
-    assert store.applied_migrations() == ["0001_initial", "0002_review_schedule", "0003_typed_turns", "0004_owners", "0005_server_secrets"]
+    assert store.applied_migrations() == [
+        "0001_initial",
+        "0002_review_schedule",
+        "0003_typed_turns",
+        "0004_owners",
+        "0005_server_secrets",
+        "0006_recordings",
+    ]
     assert store.session("old1").status == "finished" and store.reviews() == []
     assert store.session("old1").owner == "" and store.sessions() == [store.session("old1")]  # the local user's
 
@@ -343,7 +350,7 @@ def test_a_database_written_before_typed_turns_keeps_every_answer_grade_and_word
     db.close()
     expected = json.loads((DATA / "sessions-0002.expected.json").read_text(encoding="utf-8"))
     store = Store(path).open()
-    assert store.applied_migrations()[-3:] == ["0003_typed_turns", "0004_owners", "0005_server_secrets"]
+    assert store.applied_migrations()[-4:] == ["0003_typed_turns", "0004_owners", "0005_server_secrets", "0006_recordings"]
     # the score column is the grade's score, for every old turn (the history reads it alone)
     for row in store.sessions():
         light = store.scores_of([row.id])[row.id]

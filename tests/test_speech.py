@@ -21,7 +21,7 @@ from interviewer.faces.cli import app
 from interviewer.provider import speech_endpoint
 from interviewer.services import Services
 from interviewer.settings import EndpointSettings, LLMSettings, Settings, SpeechSettings
-from tests.fake_openai import Recorded, serve
+from tests.fake_openai import Recorded
 from tests.servers import free_port
 
 runner = CliRunner()
@@ -41,12 +41,6 @@ def spoken(folder: Path, text: str, voice: str, name: str) -> Path:
 def frames(audio: bytes) -> tuple[Any, bytes]:
     with wave.open(io.BytesIO(audio)) as read:
         return read.getparams(), read.readframes(read.getnframes())
-
-
-@pytest.fixture
-def server() -> Iterator[tuple[str, Recorded]]:
-    with serve() as (url, recorded):
-        yield url, recorded
 
 
 def settings_for(url: str, tmp_path: Path, **speech: Any) -> Settings:
@@ -276,6 +270,17 @@ def test_in_the_browser_the_question_is_spoken_and_a_recording_lands_in_the_answ
             )
             box = page.get_by_label("Your answer").input_value()
             page.screenshot(path=str(ARTIFACTS / "speech-in.png"))
+            page.get_by_role("button", name="Submit").click()  # the recording is kept with the answer and replays in the chat
+            player = page.locator('#chat [data-testid="waveform-Audio"]').first  # Gradio's player, in the candidate's bubble
+            player.wait_for(timeout=30_000)
+            page.wait_for_function(  # the player has read the recording: it shows how long it is
+                "() => [...document.querySelectorAll('#chat [data-testid=\"waveform-Audio\"] .timestamp')]"
+                ".some(t => /^0:0[1-9]$/.test(t.textContent.trim()))",
+                timeout=30_000,
+            )
+            link = page.locator('#chat a.download-link[href$=".mp3"]').first.get_attribute("href") or ""
+            replay = page.request.get(link).body()
+            page.screenshot(path=str(ARTIFACTS / "speech-replay.png"))
             browser.close()
     finally:
         served.stop()
@@ -288,6 +293,7 @@ def test_in_the_browser_the_question_is_spoken_and_a_recording_lands_in_the_answ
     spoken_words = [r["body"]["input"] for r in recorded.speech_requests()]
     assert spoken_words[0].startswith("How do data, tensor and pipeline parallelism each work"), spoken_words
     assert "[q01]" not in " ".join(spoken_words)
+    assert replay[:3] == b"ID3" and len(replay) > 4000, "the kept recording, as ffmpeg's MP3"
 
 
 def test_the_interviewer_is_spoken_sentence_by_sentence_as_it_is_worded(server: tuple[str, Recorded], tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ finished interview again writes nothing."""
 
 from __future__ import annotations
 
+import mimetypes
 import os
 import tempfile
 from contextlib import suppress
@@ -13,7 +14,7 @@ from pathlib import Path
 from interviewer.errors import InterviewerError
 from interviewer.interview import report as reports
 from interviewer.interview.state import SessionState
-from interviewer.interview.store import Store
+from interviewer.interview.store import Recording, Store
 
 REPORTS = "reports"
 
@@ -69,7 +70,40 @@ def delete_reports(home: Path, session_id: str) -> int:
     return gone
 
 
+REPLAYS = "interviewer-recordings"  # under the temporary folder, which Gradio serves files from
+
+
+def replay_file(store: Store, recording: Recording) -> Path | None:
+    """A kept recording as a file the chat can play, written once and named by the recording's
+    random token; None when it cannot be written now (the words are on screen all the same)."""
+    suffix = mimetypes.guess_extension(recording.mime) or ".bin"
+    path = Path(tempfile.gettempdir()) / REPLAYS / f"{recording.token}{suffix}"
+    if path.exists():
+        return path
+    try:
+        path.parent.mkdir(exist_ok=True)
+        partial = path.with_name(path.name + ".part")
+        partial.write_bytes(store.recording_audio(recording.id))
+        partial.replace(path)
+    except (OSError, InterviewerError):
+        return None
+    return path
+
+
+def delete_replays(store: Store, session_id: str) -> int:
+    """Delete the files a session's recordings were replayed from, and Gradio's copies of them."""
+    gone = 0
+    copies = served_copies()
+    for recording in store.recordings(session_id):
+        for folder in (Path(tempfile.gettempdir()) / REPLAYS, *([copies / "*"] if copies.is_dir() else [])):
+            for path in folder.parent.glob(f"{folder.name}/{recording.token}.*"):
+                path.unlink(missing_ok=True)
+                gone += 1
+    return gone
+
+
 def delete_session(store: Store, home: Path, session_id: str) -> None:
-    """A session, its answers and its reports, wherever they were written or served from."""
+    """A session, its answers, its recordings and its reports, wherever they were written or served from."""
+    delete_replays(store, session_id)
     store.delete_session(session_id)
     delete_reports(home, session_id)

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import functools
 import io
+import mimetypes
 import re
+import shutil
+import subprocess
 import time
 import wave
 from collections.abc import Callable, Iterable, Iterator
@@ -223,6 +226,75 @@ class Transcriber:
         if not text:
             raise SpeechError("nothing was heard in the recording: check the microphone and record again, or type the answer")
         return Transcript(text, audio_s, len(pieces), waited, time.perf_counter() - begun)
+
+
+# -- keeping the recording -------------------------------------------------------------------------
+KEPT_RATE = 16_000  # Hz: what speech models hear; a browser records at 48 kHz
+KEPT_BITRATE = "32k"  # MP3, mono: 240 KB a minute (16-bit WAV at 16 kHz: 1.9 MB)
+
+
+@dataclass(frozen=True)
+class KeptAudio:
+    mime: str
+    audio: bytes
+    seconds: float | None
+
+
+def _wav_compacted(audio: bytes) -> KeptAudio:
+    """16-bit mono WAV at 16 kHz, by averaging the channels and interpolating the samples."""
+    import numpy as np
+
+    with wave.open(io.BytesIO(audio)) as source:
+        params = source.getparams()
+        frames = source.readframes(params.nframes)
+    if params.sampwidth != 2 or not params.framerate:
+        raise wave.Error(f"{8 * params.sampwidth}-bit samples")
+    samples = np.frombuffer(frames, dtype="<i2").reshape(-1, params.nchannels).mean(axis=1)
+    seconds = len(samples) / params.framerate
+    if params.framerate > KEPT_RATE:
+        at = np.arange(int(seconds * KEPT_RATE)) * (params.framerate / KEPT_RATE)
+        samples = np.interp(at, np.arange(len(samples)), samples)
+        rate = KEPT_RATE
+    else:
+        rate = params.framerate
+    out = io.BytesIO()
+    with wave.open(out, "wb") as kept:
+        kept.setnchannels(1)
+        kept.setsampwidth(2)
+        kept.setframerate(rate)
+        kept.writeframes(np.clip(np.rint(samples), -32768, 32767).astype("<i2").tobytes())
+    return KeptAudio("audio/wav", out.getvalue(), seconds)
+
+
+def _wav_seconds(audio: bytes) -> float | None:
+    try:
+        with wave.open(io.BytesIO(audio)) as source:
+            return source.getnframes() / source.getframerate() if source.getframerate() else None
+    except (wave.Error, EOFError):
+        return None
+
+
+def compact_recording(path: Path, ffmpeg: str | None = None) -> KeptAudio:
+    """The recording as it is kept: MP3 mono at 16 kHz and 32 kbit/s through ffmpeg when it is
+    installed; else a WAV resampled to 16 kHz mono; else the file as it came."""
+    audio = path.read_bytes()
+    seconds = _wav_seconds(audio) if path.suffix.lower() == ".wav" else None
+    ffmpeg = ffmpeg if ffmpeg is not None else shutil.which("ffmpeg")
+    if ffmpeg:
+        command = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-vn"]
+        command += ["-ac", "1", "-ar", str(KEPT_RATE), "-b:a", KEPT_BITRATE, "-f", "mp3", "pipe:1"]
+        try:
+            done = subprocess.run(command, input=audio, capture_output=True, timeout=120, check=False)
+            if done.returncode == 0 and done.stdout:
+                return KeptAudio("audio/mpeg", done.stdout, seconds)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    if path.suffix.lower() == ".wav":
+        try:
+            return _wav_compacted(audio)
+        except (wave.Error, EOFError, ValueError):
+            pass
+    return KeptAudio(mimetypes.guess_type(path.name)[0] or "application/octet-stream", audio, seconds)
 
 
 # -- the interviewer's voice -----------------------------------------------------------------------

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,12 +23,12 @@ from typing import Any
 
 import gradio as gr
 
-from interviewer.application.exports import REPORTS, delete_session, report_files
+from interviewer.application.exports import REPORTS, delete_session, replay_file, report_files
 from interviewer.application.grading import GradingWorker
 from interviewer.application.history import History
 from interviewer.application.labels import grader_line
 from interviewer.application.plans import select_plan
-from interviewer.application.speech import Speaker, Transcriber
+from interviewer.application.speech import KeptAudio, Speaker, SpeechError, Transcriber, compact_recording
 from interviewer.application.turns import Playback, Step, settle, speak
 from interviewer.errors import InterviewerError
 from interviewer.faces.page_text import (
@@ -84,6 +84,9 @@ TEXT = {
         "transcribed": "已转写{audio}，用时 {seconds:.1f} 秒：先读一遍、改正，再点“提交”。",
         "no_recording": "没有收到录音：再录一次，或直接输入回答。",
         "pieces": "（分 {n} 段）",
+        "recording": "录音",
+        "not_kept": "（录音未能保存：{reason}；文字不受影响）",
+        "kept_failed": "；录音已随这道题保存",
     },
     "en": {
         "skip": "(skipped)",
@@ -104,6 +107,9 @@ TEXT = {
         "transcribed": "Transcribed{audio} in {seconds:.1f} s: read it, correct it, then press Submit.",
         "no_recording": "No recording arrived: record again, or type the answer.",
         "pieces": " (in {n} pieces)",
+        "recording": "Recording",
+        "not_kept": " (the recording could not be kept: {reason}; the words are unaffected)",
+        "kept_failed": "; the recording is kept with this answer",
     },
 }
 
@@ -114,7 +120,7 @@ class View:
 
     session_id: str
     position: int  # how far the session had gone when this view was made
-    chat: list[dict[str, str]]
+    chat: list[dict[str, Any]]  # content: Markdown, or {"path": …} for a recording replayed
     progress: str
     feedback: str
     code_question: bool
@@ -472,19 +478,48 @@ class Handlers:
         self, session_id: str, recording: str | None, typed: str, *, user: str = LOCAL, progress: Callable[[int, int], None] | None = None
     ) -> tuple[str, str]:
         """The answer box with the recording's words after what was typed, and the line under it. The
-        question on screen gives the transcription its vocabulary; nothing is submitted."""
+        question on screen gives the transcription its vocabulary; nothing is submitted. The
+        recording is kept (``speech.keep_recordings``) for the answer to this prompt, compacted
+        while the endpoint listens; it is kept when the transcription fails too."""
         session_id = self._owned(session_id, user)
         state = self.current_state(session_id, user=user)
         said = TEXT[state.lang]
         if not recording:
             raise InterviewerError(said["no_recording"])
+        path = Path(recording)
+        kept = self._compactor.submit(compact_recording, path) if self.settings.speech.keep_recordings else None
         question_id = state.prompt.question_id
         question = self.services.bank.get(question_id) if question_id else None
-        heard = self.transcriber.transcribe(Path(recording), question, state.lang, progress)
+        try:
+            heard = self.transcriber.transcribe(path, question, state.lang, progress)
+        except SpeechError as exc:
+            line = self._keep(state, kept, None)
+            raise SpeechError(f"{exc}{said['kept_failed'] if line == '' else line or ''}") from None
         text = f"{typed.rstrip()}\n{heard.text}" if (typed or "").strip() else heard.text
         audio = f" {heard.audio_s:.0f} s" if heard.audio_s is not None else ""
         audio += said["pieces"].format(n=heard.pieces) if heard.pieces > 1 else ""
-        return text, said["transcribed"].format(audio=audio, seconds=heard.total_s)
+        return text, said["transcribed"].format(audio=audio, seconds=heard.total_s) + (self._keep(state, kept, heard.text) or "")
+
+    @functools.cached_property
+    def _compactor(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(2, thread_name_prefix="recording")
+
+    def _keep(self, state: SessionState, kept: Any, transcript: str | None) -> str | None:
+        """Store the compacted recording for the prompt on screen: "" when kept, the line to add when
+        it could not be, None when there was nothing to keep."""
+        if kept is None:
+            return None
+        try:
+            audio: KeptAudio = kept.result()
+        except OSError:
+            return None  # the file is gone: the transcription has said so
+        if not audio.audio:
+            return None
+        try:
+            self.store.add_recording(state.id, state.position, audio.mime, audio.audio, audio.seconds, transcript, time.time())
+        except InterviewerError as exc:  # a full or read-only disk, a database gone away
+            return TEXT[state.lang]["not_kept"].format(reason=exc)
+        return ""
 
     @functools.cached_property
     def speaker(self) -> Speaker:
@@ -553,9 +588,10 @@ class Handlers:
     def view(self, state: SessionState, latest: Grade | None = None, thinking: bool = False) -> View:
         t = TEXT[state.lang]
         prompt = state.prompt
-        chat: list[dict[str, str]] = []
+        chat: list[dict[str, Any]] = []
+        replays = self._replays(state)
         for exchange in state.exchanges:
-            chat.extend(self._exchange_messages(state, exchange))
+            chat.extend(self._exchange_messages(state, exchange, replays.get(exchange.turn.id, [])))
         if prompt.kind == "deciding":
             if thinking:
                 chat.append({"role": "assistant", "content": t["thinking"]})
@@ -610,13 +646,24 @@ class Handlers:
         label = {"question": f"**[{prompt.question_id}]** ", "followup": "**↪** "}.get(prompt.kind, "")
         return label + mark_identifiers(prompt.text)
 
+    def _replays(self, state: SessionState) -> dict[int, list[str]]:
+        """The files of the recordings kept with the session's turns, by turn."""
+        if not state.exchanges:
+            return {}
+        replays: dict[int, list[str]] = {}
+        for recording in self.store.recordings(state.id):
+            if recording.turn_id is not None and (path := replay_file(self.store, recording)) is not None:
+                replays.setdefault(recording.turn_id, []).append(str(path))
+        return replays
+
     @staticmethod
-    def _exchange_messages(state: SessionState, exchange: Exchange) -> list[dict[str, str]]:
+    def _exchange_messages(state: SessionState, exchange: Exchange, replays: Sequence[str] = ()) -> list[dict[str, Any]]:
         t = TEXT[state.lang]
         turn = exchange.turn
         asked = ("**↪** " if exchange.is_followup else f"**[{turn.question_id}]** ") + mark_identifiers(exchange.asked)
         answer = said_markdown(turn.answer or "") if turn.kind == "answer" else t[turn.kind]
-        messages = [{"role": "assistant", "content": asked}, {"role": "user", "content": answer or ""}]
+        messages: list[dict[str, Any]] = [{"role": "assistant", "content": asked}, {"role": "user", "content": answer or ""}]
+        messages += [{"role": "user", "content": {"path": path, "alt_text": t["recording"]}} for path in replays]
         if state.mode == "practice" and turn.grade is not None and turn.kind == "answer" and turn.decision is not None:
             messages.append({"role": "assistant", "content": f"{t['score']} {turn.grade.score}/10"})
         return messages
@@ -771,7 +818,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         progress = gr.Markdown(handlers.badge(), elem_id="progress")  # pinned to the top: the clock stays in sight
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=360):  # the conversation
-                chat = gr.Chatbot([welcome("en")], height="58vh", min_height=360, label=w["chat"], latex_delimiters=[])
+                chat = gr.Chatbot([welcome("en")], height="58vh", min_height=360, label=w["chat"], latex_delimiters=[], elem_id="chat")
                 answer = gr.Textbox(lines=6, label=w["answer"], placeholder=w["placeholder"])
                 speaking = handlers.transcriber.available  # a microphone only with a transcription endpoint
                 mic = gr.Audio(sources=["microphone"], type="filepath", format="wav", label=w["mic"], visible=speaking, elem_id="mic")

@@ -193,12 +193,37 @@ def _server_secrets(db: Connection) -> None:
     db.execute("CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at REAL NOT NULL)")
 
 
+def _recordings(db: Connection) -> None:
+    """A spoken answer's recording, kept with the turn it answered (``turn_id``, set when the answer
+    is committed: the recordings made at that ``position`` of the session); ``token`` names its
+    file when the page replays it. Deleting the session or the turn deletes it."""
+    _run(
+        db,
+        """
+        CREATE TABLE recordings (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,          -- the session's last turn when it was recorded
+            turn_id INTEGER REFERENCES turns(id) ON DELETE CASCADE,
+            token TEXT NOT NULL UNIQUE,
+            created_at REAL NOT NULL,
+            mime TEXT NOT NULL,
+            seconds REAL,
+            transcript TEXT,
+            audio BLOB NOT NULL
+        );
+        CREATE INDEX recordings_by_session ON recordings(session_id, position)
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("0001_initial", _initial),
     ("0002_review_schedule", _reviews),
     ("0003_typed_turns", _typed_turns),
     ("0004_owners", _owners),
     ("0005_server_secrets", _server_secrets),
+    ("0006_recordings", _recordings),
 ]
 
 LOCAL = ""  # the owner of everything on a machine with no accounts
@@ -258,6 +283,22 @@ class SavedEndpoint:
     base_url: str | None
     model: str | None
     api_key: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A kept recording, without its audio (:meth:`Store.recording_audio` reads that)."""
+
+    id: int
+    session_id: str
+    position: int
+    turn_id: int | None  # None until an answer to the prompt it was recorded on is committed
+    token: str
+    created_at: float
+    mime: str
+    seconds: float | None
+    transcript: str | None
+    size: int  # bytes of audio
 
 
 @dataclass(frozen=True)
@@ -502,6 +543,11 @@ class Store:
                 " asked_at, answered_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (session_id, seq, kind, question_id, followup_id, round_, attempt, answer, asked, asked_by, asked_at, now, status),
             ).fetchone()
+            if kind != "summary":  # what was said aloud for this prompt belongs to its answer
+                db.execute(
+                    "UPDATE recordings SET turn_id = ? WHERE session_id = ? AND position = ? AND turn_id IS NULL",
+                    (row["id"], session_id, last),
+                )
             shown = ", prompt_shown_at = ?" if status == "none" else ""
             ended = ", status = 'finished'" if finished else ""
             values: tuple[Any, ...] = (now, now) if status == "none" else (now,)
@@ -643,6 +689,42 @@ class Store:
                 latest[question_id] = float(row[0])
         return latest
 
+    # -- recordings --------------------------------------------------------------------------------
+    def add_recording(
+        self, session_id: str, position: int, mime: str, audio: bytes, seconds: float | None, transcript: str | None, now: float
+    ) -> Recording:
+        """Keep a recording made on the prompt after turn ``position``; the answer committed to that
+        prompt takes it (see :meth:`add_turn`)."""
+        with self.transaction() as db:
+            row = db.execute(
+                "INSERT INTO recordings (session_id, position, token, created_at, mime, seconds, transcript, audio)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (session_id, position, uuid.uuid4().hex, now, mime, seconds, transcript, audio),
+            ).fetchone()
+        return self.recording(int(row[0]))
+
+    def set_transcript(self, recording_id: int, transcript: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE recordings SET transcript = ? WHERE id = ?", (transcript, recording_id))
+
+    _RECORDING = "SELECT id, session_id, position, turn_id, token, created_at, mime, seconds, transcript, LENGTH(audio) FROM recordings"
+
+    def recording(self, recording_id: int) -> Recording:
+        row = self._one(f"{self._RECORDING} WHERE id = ?", (recording_id,))
+        if row is None:
+            raise StoreError(f"no recording {recording_id}")
+        return Recording(*row)
+
+    def recordings(self, session_id: str) -> list[Recording]:
+        """The session's recordings, oldest first (their audio left in the database)."""
+        return [Recording(*row) for row in self._all(f"{self._RECORDING} WHERE session_id = ? ORDER BY id", (session_id,))]
+
+    def recording_audio(self, recording_id: int) -> bytes:
+        row = self._one("SELECT audio FROM recordings WHERE id = ?", (recording_id,))
+        if row is None:
+            raise StoreError(f"no recording {recording_id}")
+        return bytes(row[0])
+
     # -- the review schedule (spaced repetition) -------------------------------------------------
     def review(self, key: str, owner: str = LOCAL) -> Schedule | None:
         row = self._one("SELECT * FROM reviews WHERE owner = ? AND key = ?", (owner, key))
@@ -723,6 +805,7 @@ class Store:
                 }
                 for t in turns
             ],
+            "recordings": [{k: v for k, v in r.__dict__.items() if k != "token"} for r in self.recordings(session_id)],
         }
 
 
