@@ -296,6 +296,46 @@ def test_in_the_browser_the_question_is_spoken_and_a_recording_lands_in_the_answ
     assert replay[:3] == b"ID3" and len(replay) > 4000, "the kept recording, as ffmpeg's MP3"
 
 
+def test_a_denied_microphone_is_one_line_and_typing_goes_on(server: tuple[str, Recorded], tmp_path: Path) -> None:
+    """Chromium refuses the page the microphone (no fake permission prompt): Record brings one line
+    saying to allow it (the browser never tells the server); what was typed stays, and the typed
+    answer is submitted as usual."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM, App, chat_text
+
+    url, recorded = server
+    env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-test", "INTERVIEWER_MODEL": "test-model", "INTERVIEWER_STT_MODEL": "whisper-test"}
+    served = App(tmp_path / "home", free_port(), env).start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=[*ARGS, "--use-fake-device-for-media-stream", "--deny-permission-prompts"]
+            )
+            page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
+            page.goto(served.url)
+            page.get_by_label("one question", exact=True).check()
+            page.get_by_role("button", name="Start").click()
+            page.get_by_text("[q01]").first.wait_for()
+            typed = "Data parallelism copies the model; tensor parallelism splits each layer's matrices."
+            page.get_by_label("Your answer").fill(typed)
+            page.locator("#mic").get_by_role("button", name="Record").click()
+            line = page.locator("#speech-line")
+            page.wait_for_function("() => document.querySelector('#speech-line').textContent.includes('refused')", timeout=15_000)
+            said = line.inner_text()
+            page.screenshot(path=str(ARTIFACTS / "speech-mic-denied.png"))
+            kept = page.get_by_label("Your answer").input_value()
+            page.get_by_role("button", name="Submit").click()
+            page.get_by_text("tensor parallelism splits each layer").first.wait_for(timeout=15_000)
+            chat = chat_text(page)
+            browser.close()
+    finally:
+        served.stop()
+    assert said.strip().startswith("The browser refused the microphone: allow it for this page") and "\n" not in said.strip(), said
+    assert kept == typed and "tensor parallelism splits each layer" in chat
+    assert recorded.transcription_requests() == []  # nothing was recorded, nothing sent
+
+
 def test_the_interviewer_is_spoken_sentence_by_sentence_as_it_is_worded(server: tuple[str, Recorded], tmp_path: Path) -> None:
     from interviewer.application.speech import Speaker
 

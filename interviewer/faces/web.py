@@ -9,6 +9,7 @@ session id lives in the browser (``gr.BrowserState``) so a reload resumes it.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import secrets
 import shutil
@@ -63,6 +64,59 @@ STREAM_INTERVAL_S = 0.1
 PLAYBACK_KEPT_S = 60.0  # how long a spoken turn's steps stay for a page that follows it late
 MODES = ["interview", "practice"]
 KEEP_DRAFT = "(text) => { try { localStorage.setItem('interviewer-draft', text || ''); } catch (e) {} return []; }"
+# The browser, not the server, opens the microphone: a refusal never reaches a handler, and Gradio's
+# recorder then does nothing visible. The page watches its own requests for the microphone and puts
+# one line under it saying why and what to do (in the page's language: the microphone's label says
+# which); the answer box is not touched.
+MICROPHONE_LINES = {
+    "zh": {
+        "NotAllowedError": "浏览器拒绝了麦克风：在地址栏左侧的网站设置里允许本页使用麦克风，再录一次。照常输入也可以。",
+        "NotFoundError": "没有找到麦克风：接上一个再录，或直接输入回答。",
+        "NotReadableError": "麦克风正被别的程序占用：关掉它再录，或直接输入回答。",
+        "insecure": "这个页面不是 HTTPS（也不是本机地址），浏览器不提供麦克风：用 HTTPS 打开才能口述回答；输入不受影响。",
+        "other": "麦克风打不开（{name}）：直接输入回答，或刷新页面再试。",
+    },
+    "en": {
+        "NotAllowedError": "The browser refused the microphone: allow it for this page (the site settings at the left of the "
+        "address bar), then Record again. Typing works as before.",
+        "NotFoundError": "No microphone was found: connect one and Record again, or type the answer.",
+        "NotReadableError": "Another program is using the microphone: close it and Record again, or type the answer.",
+        "insecure": "This page is not served over HTTPS (or from this machine), so the browser offers no microphone: open it over "
+        "HTTPS to answer aloud. Typing works as before.",
+        "other": "The microphone could not be opened ({name}): type the answer, or reload the page and try again.",
+    },
+}
+WATCH_MICROPHONE = (
+    """() => {
+  const lines = LINES;
+  const say = (key, name) => {
+    const mic = document.querySelector('#mic');
+    const line = document.querySelector('#speech-line');
+    if (!mic || !line) return;
+    const said = lines[/[\u4e00-\u9fff]/.test(mic.textContent) ? 'zh' : 'en'];
+    const text = key ? (said[key] || said.other).replace('{name}', name || '') : '';
+    const target = line.querySelector('.prose') || line;
+    target.textContent = text;
+    line.setAttribute('role', 'alert');
+  };
+  const media = navigator.mediaDevices;
+  if (!media) { say('insecure'); return []; }
+  if (media.interviewerWatched) return [];
+  media.interviewerWatched = true;
+  const open = media.getUserMedia.bind(media);
+  media.getUserMedia = async (wanted) => {
+    try {
+      const stream = await open(wanted);
+      if (wanted && wanted.audio) say('');
+      return stream;
+    } catch (error) {
+      if (wanted && wanted.audio) say(error && error.name in lines.en ? error.name : 'other', error && error.name);
+      throw error;
+    }
+  };
+  return [];
+}"""
+).replace("LINES", json.dumps(MICROPHONE_LINES, ensure_ascii=False))
 RESTORE_DRAFT = "() => { try { return localStorage.getItem('interviewer-draft') || ''; } catch (e) { return ''; } }"
 TEXT = {
     "zh": {
@@ -827,7 +881,9 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                     voice_on = gr.Checkbox(value=False, label=w["voice_on"], scale=1)
                     voice = gr.Audio(streaming=True, autoplay=True, interactive=False, label=w["voice"], elem_id="voice", scale=3)
                 speech_off = gr.Markdown(
-                    "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason}</sub>", elem_classes="notice"
+                    "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason}</sub>",
+                    elem_classes="notice",
+                    elem_id="speech-line",  # also where the page says why the microphone did not open (WATCH_MICROPHONE)
                 )
                 code = gr.Code(language="cpp", label=w["code"], visible=False, lines=14)
                 notice = gr.Markdown("", elem_classes="notice")
@@ -1122,6 +1178,8 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
         # The unsent answer lives in the browser, written as it is typed (in the page, no request),
         # emptied when the answer box is (a Submit), and put back after a reload.
         answer.change(None, [answer], None, js=KEEP_DRAFT)
+        if speaking:
+            demo.load(None, None, None, js=WATCH_MICROPHONE)
         demo.load(on_load, [session_id], outputs, api_visibility="undocumented").then(None, None, [answer], js=RESTORE_DRAFT).then(
             out_of_the_way, [session_id], [sidebar], api_visibility="undocumented", queue=False
         ).then(refresh_history, [lang], [history, chart, topic_chart, weakest], api_visibility="undocumented")
