@@ -10,16 +10,17 @@ import io
 import json
 import shutil
 import subprocess
+import time
 import wave
 from pathlib import Path
 
 import pytest
 
 from interviewer.application.exports import delete_session
-from interviewer.application.speech import compact_recording
+from interviewer.application.speech import as_recorded, compact_recording
 from interviewer.errors import StorageError
 from interviewer.interview.plan import Plan
-from interviewer.interview.store import Store
+from interviewer.interview.store import Recording, Store
 from interviewer.services import Services
 from tests.fake_openai import Recorded
 from tests.test_speech import EN, ZH, settings_for, spoken
@@ -29,6 +30,17 @@ def seconds_of(audio: bytes) -> float:
     """The length of any audio ffmpeg reads, decoded by ffmpeg itself to 16-bit samples at 16 kHz."""
     command = ["ffmpeg", "-nostdin", "-loglevel", "error", "-i", "pipe:0", "-f", "s16le", "-ac", "1", "-ar", "16000", "pipe:1"]
     return len(subprocess.run(command, input=audio, capture_output=True, check=True).stdout) / 32_000
+
+
+def settled(store: Store, recording_id: int) -> Recording:
+    """The recording once the page's background work on it (compacting, the transcript) is done."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        recording = store.recording(recording_id)
+        if recording.mime == "audio/mpeg" and recording.transcript is not None:
+            return recording
+        time.sleep(0.05)
+    return store.recording(recording_id)
 
 
 def test_recordings_are_kept_and_taken_by_the_answer_to_their_prompt_on_either_engine(store: Store) -> None:
@@ -45,6 +57,8 @@ def test_recordings_are_kept_and_taken_by_the_answer_to_their_prompt_on_either_e
     summary = store.add_turn(session.id, "summary", None, None, 1, None, None, None, 1.0, now=6.0, status="none", after_seq=1)
     assert store.recording(later.id).turn_id is None and summary.kind == "summary"  # a round's end answers nothing
     store.set_transcript(later.id, "late words")
+    store.replace_audio(later.id, "audio/mpeg", b"ID3 compacted")
+    assert (store.recording(later.id).mime, store.recording(later.id).size) == ("audio/mpeg", 13)
     exported = json.loads(json.dumps(store.export(session.id)))
     assert [r["turn_id"] for r in exported["recordings"]] == [turn.id, turn.id, None]
     assert "token" not in exported["recordings"][0] and "audio" not in exported["recordings"][0]  # metadata only
@@ -76,10 +90,10 @@ def test_a_recording_is_compacted_with_ffmpeg_and_without_it(tmp_path: Path) -> 
     with wave.open(str(recorded)) as source:
         length = source.getnframes() / source.getframerate()
     assert shutil.which("ffmpeg"), "`make install-test` installs ffmpeg"
-    mp3 = compact_recording(recorded)
+    mp3 = compact_recording(as_recorded(recorded))
     assert mp3.mime == "audio/mpeg" and mp3.seconds == pytest.approx(length)
     assert len(mp3.audio) < len(raw) / 10 and seconds_of(mp3.audio) == pytest.approx(length, abs=0.1)
-    plain = compact_recording(recorded, ffmpeg="")
+    plain = compact_recording(as_recorded(recorded), ffmpeg="")
     assert plain.mime == "audio/wav" and plain.seconds == pytest.approx(length)
     with wave.open(io.BytesIO(plain.audio)) as kept:
         assert (kept.getframerate(), kept.getnchannels(), kept.getsampwidth()) == (16_000, 1, 2)
@@ -90,8 +104,9 @@ def test_a_recording_is_compacted_with_ffmpeg_and_without_it(tmp_path: Path) -> 
     assert len(plain.audio) < len(raw) / 5
     ogg = tmp_path / "answer.ogg"
     ogg.write_bytes(b"OggS not really")
-    assert compact_recording(ogg, ffmpeg="") == type(mp3)("audio/ogg", b"OggS not really", None)
-    assert compact_recording(ogg).audio == b"OggS not really"  # ffmpeg cannot read it either: kept as it came
+    assert compact_recording(as_recorded(ogg), ffmpeg="") == type(mp3)("audio/ogg", b"OggS not really", None)
+    assert compact_recording(as_recorded(ogg)).audio == b"OggS not really"  # ffmpeg cannot read it either: kept as it came
+    assert as_recorded(recorded) == type(mp3)("audio/wav", raw, pytest.approx(length))
 
 
 def test_the_page_keeps_a_spoken_answer_and_replays_it_after_a_restart(server: tuple[str, Recorded], tmp_path: Path) -> None:
@@ -104,8 +119,10 @@ def test_the_page_keeps_a_spoken_answer_and_replays_it_after_a_restart(server: t
     recorded.transcripts.append({"text": "warp 里的线程走不同分支时会串行执行。"})
     text, notice = handlers.transcribe(view.session_id, str(spoken(tmp_path, ZH, "cmn", "zh.wav")), "")
     assert "未能保存" not in notice
-    (kept,) = handlers.store.recordings(view.session_id)
-    assert (kept.mime, kept.position, kept.turn_id, kept.transcript) == ("audio/mpeg", 0, None, text)
+    (kept,) = handlers.store.recordings(view.session_id)  # stored as it came, before the words were shown
+    assert (kept.position, kept.turn_id) == (0, None) and kept.mime in {"audio/wav", "audio/mpeg"}
+    kept = settled(handlers.store, kept.id)  # then compacted, and the words noted beside it
+    assert (kept.mime, kept.transcript) == ("audio/mpeg", text)
     handlers.commit(view.session_id, text, at=view.position)
     for _ in handlers.follow(view.session_id, handlers.store.turns(view.session_id)[0].id):
         pass

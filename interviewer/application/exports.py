@@ -76,7 +76,7 @@ REPLAYS = "interviewer-recordings"  # under the temporary folder, which Gradio s
 def replay_file(store: Store, recording: Recording) -> Path | None:
     """A kept recording as a file the chat can play, written once and named by the recording's
     random token; None when it cannot be written now (the words are on screen all the same)."""
-    suffix = mimetypes.guess_extension(recording.mime) or ".bin"
+    suffix = {"audio/mpeg": ".mp3", "audio/wav": ".wav"}.get(recording.mime) or mimetypes.guess_extension(recording.mime) or ".bin"
     path = Path(tempfile.gettempdir()) / REPLAYS / f"{recording.token}{suffix}"
     if path.exists():
         return path

@@ -274,27 +274,37 @@ def _wav_seconds(audio: bytes) -> float | None:
         return None
 
 
-def compact_recording(path: Path, ffmpeg: str | None = None) -> KeptAudio:
-    """The recording as it is kept: MP3 mono at 16 kHz and 32 kbit/s through ffmpeg when it is
-    installed; else a WAV resampled to 16 kHz mono; else the file as it came."""
+def as_recorded(path: Path) -> KeptAudio:
+    """The recording as it came, kept at once (compacted later: :func:`compact_recording`)."""
     audio = path.read_bytes()
     seconds = _wav_seconds(audio) if path.suffix.lower() == ".wav" else None
+    mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return KeptAudio("audio/wav" if mime == "audio/x-wav" else mime, audio, seconds)
+
+
+def compact_recording(recorded: KeptAudio, ffmpeg: str | None = None) -> KeptAudio:
+    """The recording as it is kept: MP3 mono at 16 kHz and 32 kbit/s through ffmpeg when it is
+    installed; else a WAV resampled to 16 kHz mono; else as it came."""
     ffmpeg = ffmpeg if ffmpeg is not None else shutil.which("ffmpeg")
     if ffmpeg:
-        command = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-vn"]
+        # at a lower priority, so that a page waiting on the server goes first; through nice(1), not
+        # a preexec_fn, which would make Python fork the whole server (and hold its lock meanwhile)
+        # instead of spawning ffmpeg with vfork
+        nice = shutil.which("nice")
+        command = [*([nice, "-n", "10"] if nice else []), ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-vn"]
         command += ["-ac", "1", "-ar", str(KEPT_RATE), "-b:a", KEPT_BITRATE, "-f", "mp3", "pipe:1"]
         try:
-            done = subprocess.run(command, input=audio, capture_output=True, timeout=120, check=False)
+            done = subprocess.run(command, input=recorded.audio, capture_output=True, timeout=120, check=False)
             if done.returncode == 0 and done.stdout:
-                return KeptAudio("audio/mpeg", done.stdout, seconds)
+                return KeptAudio("audio/mpeg", done.stdout, recorded.seconds)
         except (OSError, subprocess.TimeoutExpired):
             pass
-    if path.suffix.lower() == ".wav":
+    if recorded.mime == "audio/wav":
         try:
-            return _wav_compacted(audio)
+            return _wav_compacted(recorded.audio)
         except (wave.Error, EOFError, ValueError):
             pass
-    return KeptAudio(mimetypes.guess_type(path.name)[0] or "application/octet-stream", audio, seconds)
+    return recorded
 
 
 # -- the interviewer's voice -----------------------------------------------------------------------

@@ -8,6 +8,7 @@ session id lives in the browser (``gr.BrowserState``) so a reload resumes it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -17,7 +18,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from interviewer.application.grading import GradingWorker
 from interviewer.application.history import History
 from interviewer.application.labels import grader_line
 from interviewer.application.plans import select_plan
-from interviewer.application.speech import KeptAudio, Speaker, SpeechError, Transcriber, compact_recording
+from interviewer.application.speech import KeptAudio, Speaker, SpeechError, Transcriber, as_recorded, compact_recording
 from interviewer.application.turns import Playback, Step, settle, speak
 from interviewer.errors import InterviewerError
 from interviewer.faces.page_text import (
@@ -541,39 +542,61 @@ class Handlers:
         if not recording:
             raise InterviewerError(said["no_recording"])
         path = Path(recording)
-        kept = self._compactor.submit(compact_recording, path) if self.settings.speech.keep_recordings else None
+        kept = self._recordings.submit(self._keep, state, path) if self.settings.speech.keep_recordings else None
         question_id = state.prompt.question_id
         question = self.services.bank.get(question_id) if question_id else None
         try:
             heard = self.transcriber.transcribe(path, question, state.lang, progress)
         except SpeechError as exc:
-            line = self._keep(state, kept, None)
+            line = self._kept(state, kept, None)
             raise SpeechError(f"{exc}{said['kept_failed'] if line == '' else line or ''}") from None
         text = f"{typed.rstrip()}\n{heard.text}" if (typed or "").strip() else heard.text
         audio = f" {heard.audio_s:.0f} s" if heard.audio_s is not None else ""
         audio += said["pieces"].format(n=heard.pieces) if heard.pieces > 1 else ""
-        return text, said["transcribed"].format(audio=audio, seconds=heard.total_s) + (self._keep(state, kept, heard.text) or "")
+        return text, said["transcribed"].format(audio=audio, seconds=heard.total_s) + (self._kept(state, kept, heard.text) or "")
 
     @functools.cached_property
-    def _compactor(self) -> ThreadPoolExecutor:
+    def _recordings(self) -> ThreadPoolExecutor:
+        """Recordings are stored while the endpoint listens, and compacted after."""
         return ThreadPoolExecutor(2, thread_name_prefix="recording")
 
-    def _keep(self, state: SessionState, kept: Any, transcript: str | None) -> str | None:
-        """Store the compacted recording for the prompt on screen: "" when kept, the line to add when
-        it could not be, None when there was nothing to keep."""
+    def _keep(self, state: SessionState, path: Path) -> int | None:
+        """Store the recording as it came for the prompt on screen (its id; None: nothing to keep)."""
+        try:
+            recorded = as_recorded(path)
+        except OSError:
+            return None  # the file is gone: the transcription says so
+        if not recorded.audio:
+            return None
+        kept = self.store.add_recording(state.id, state.position, recorded.mime, recorded.audio, recorded.seconds, None, time.time())
+        return kept.id
+
+    def _kept(self, state: SessionState, kept: Future[int | None] | None, transcript: str | None) -> str | None:
+        """ "" when the recording is kept, the line to add when it could not be, None when there was
+        nothing to keep; the transcript goes with the recording."""
         if kept is None:
             return None
         try:
-            audio: KeptAudio = kept.result()
-        except OSError:
-            return None  # the file is gone: the transcription has said so
-        if not audio.audio:
-            return None
-        try:
-            self.store.add_recording(state.id, state.position, audio.mime, audio.audio, audio.seconds, transcript, time.time())
+            recording_id = kept.result()
         except InterviewerError as exc:  # a full or read-only disk, a database gone away
             return TEXT[state.lang]["not_kept"].format(reason=exc)
+        if recording_id is None:
+            return None
+        self._recordings.submit(self._compact, recording_id, transcript)
         return ""
+
+    def _compact(self, recording_id: int, transcript: str | None) -> None:
+        """After the words are on their way: the transcript noted with the recording, which is then
+        compacted (ffmpeg takes ~100 ms of a core for a short answer, at a lower priority than the
+        page's handlers)."""
+        with contextlib.suppress(InterviewerError):  # a full disk: the recording stays as it came
+            if transcript is not None:
+                self.store.set_transcript(recording_id, transcript)
+            recording = self.store.recording(recording_id)
+            recorded = KeptAudio(recording.mime, self.store.recording_audio(recording_id), recording.seconds)
+            compact = compact_recording(recorded)
+            if compact is not recorded:
+                self.store.replace_audio(recording_id, compact.mime, compact.audio)
 
     @functools.cached_property
     def speaker(self) -> Speaker:

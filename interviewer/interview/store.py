@@ -703,6 +703,11 @@ class Store:
             ).fetchone()
         return self.recording(int(row[0]))
 
+    def replace_audio(self, recording_id: int, mime: str, audio: bytes) -> None:
+        """The recording compacted (see ``speech.compact_recording``)."""
+        with self.transaction() as db:
+            db.execute("UPDATE recordings SET mime = ?, audio = ? WHERE id = ?", (mime, audio, recording_id))
+
     def set_transcript(self, recording_id: int, transcript: str) -> None:
         with self.transaction() as db:
             db.execute("UPDATE recordings SET transcript = ? WHERE id = ?", (transcript, recording_id))
