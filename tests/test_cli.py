@@ -26,7 +26,7 @@ def test_bank_json_lists_every_question_with_its_rubric() -> None:
     result = runner.invoke(app, ["bank", "--json"])
     assert result.exit_code == 0, result.output
     bank = json.loads(result.stdout)
-    assert [q["id"] for q in bank] == [f"q{n:02d}" for n in range(1, 17)]
+    assert [q["id"] for q in bank] == [f"q{n:02d}" for n in range(1, 20)]
     first = bank[0]
     assert first["round"] == 1 and first["question"]["zh"] and first["question"]["en"]
     assert abs(sum(c["weight"] for c in first["criteria"]) - 1.0) < 0.01
@@ -519,12 +519,21 @@ def test_the_bank_at_80_columns_cuts_no_question() -> None:
 
 
 def test_ctrl_c_at_the_answer_prompt_says_how_to_resume() -> None:
-    """It exited (code 130, Typer's for Ctrl-C) without a word on how to come back."""
+    """It exited (code 130, Typer's for Ctrl-C) without a word on how to come back.
+
+    A SIGINT that lands just before CPython's readline enters its select() is lost until the next
+    one (the handler only sets a flag, and select waits on the terminal alone): 2 runs in 12 on a
+    loaded machine sat at the prompt. A candidate presses Ctrl-C again; so does this test, once,
+    when the first has not been acted on within 3 s."""
     terminal = Terminal("interview", "--question", "q06")
     terminal.expect("> ")
     terminal.send(b"half an answer\n")
     terminal.expect("> ")
     terminal.send(b"\x03")
+    try:
+        terminal.expect("interviewer interview --resume", timeout=3)
+    except AssertionError:
+        terminal.send(b"\x03")
     assert terminal.finish() == 130, terminal.text
     session_id = json.loads(runner.invoke(app, ["sessions", "--json"]).stdout)[0]["id"]
     assert f"已保存。继续作答：interviewer interview --resume {session_id}" in terminal.text
