@@ -1,6 +1,10 @@
 """Retrieval quality and latency on the labelled queries in benchmarks/queries/.
 
-    python benchmarks/bench_retrieval.py [--misses]
+    python benchmarks/bench_retrieval.py [--misses] [--queries benchmarks/broad-queries.yaml]
+
+``--queries`` measures one other file of the same shape instead: ``broad-queries.yaml`` holds 40
+broad, plainly worded interview questions (several topics in one, little jargon), written and
+labelled blind, by someone who read only the knowledge base, never the retriever.
 
 Recall@k: the share of queries with at least one relevant passage in the top k.
 MRR: mean reciprocal rank of the first relevant passage within the top 10.
@@ -25,15 +29,18 @@ from interviewer.settings import PROJECT_ROOT, Settings
 QUERIES = PROJECT_ROOT / "benchmarks" / "queries"
 
 
-def load_queries() -> list[dict]:
+def load_queries(only: Path | None = None) -> list[dict]:
     queries: list[dict] = []
-    for path in sorted(QUERIES.glob("*.yaml")):
+    for path in [only] if only is not None else sorted(QUERIES.glob("*.yaml")):
         queries.extend(yaml.safe_load(path.read_text(encoding="utf-8"))["queries"])
     return queries
 
 
-def main(misses: bool = typer.Option(False, help="Print the queries that miss the top 3.")) -> None:
-    queries = load_queries()
+def main(
+    misses: bool = typer.Option(False, help="Print the queries that miss the top 3."),
+    queries_file: Path | None = typer.Option(None, "--queries", help="One query file to measure instead of benchmarks/queries/."),  # noqa: B008
+) -> None:
+    queries = load_queries(queries_file)
     with tempfile.TemporaryDirectory() as home:
         retriever = Retriever(KnowledgeIndex(Settings(home=Path(home))))
         retriever.search("warm-up 预热")

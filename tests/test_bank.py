@@ -24,9 +24,10 @@ def passage_ids() -> set[str]:
 
 def test_the_bank_is_complete(passage_ids: set[str]) -> None:
     bank = load_bank(RUBRICS, passage_ids)
-    assert [q.id for q in bank.questions] == [f"q{n:02d}" for n in range(1, 17)]
-    assert [q.round for q in bank.questions] == [1] * 5 + [2] * 5 + [3] * 6
-    assert [r.minutes for r in bank.rounds] == [120, 120, 90]
+    assert [q.id for q in bank.questions] == [f"q{n:02d}" for n in range(1, 20)]
+    assert [q.round for q in bank.questions] == [1] * 5 + [2] * 5 + [3] * 6 + [4] * 3
+    assert [r.minutes for r in bank.rounds] == [120, 120, 90, 60]
+    assert [r.in_full_loop for r in bank.rounds] == [True, True, True, False]  # inference serving: on request
     for q in bank.questions:
         assert 4 <= len(q.criteria) <= 7, q.id
         assert 2 <= len(q.followups) <= 4, q.id
@@ -37,6 +38,21 @@ def test_the_bank_is_complete(passage_ids: set[str]) -> None:
             assert all(concept.terms for concept in criterion.concepts)
         assert sum(len(c.misconceptions) for c in q.criteria) >= 2, f"{q.id} names too few misconceptions"
     assert bank.get("q08").answer_format == "code"
+
+
+def test_the_full_loop_is_the_seeds_three_rounds_and_the_fourth_comes_on_request() -> None:
+    from interviewer.interview.plan import PlanError, make_plan
+
+    bank = load_bank(RUBRICS)
+    default = make_plan(bank, "full")
+    assert default.questions == [f"q{n:02d}" for n in range(1, 17)] and default.label == "all three rounds"
+    every = make_plan(bank, "full", "all")
+    assert every.questions == [f"q{n:02d}" for n in range(1, 20)] and every.label == "all four rounds"
+    assert make_plan(bank, "round", 4).questions == ["q17", "q18", "q19"]
+    with pytest.raises(PlanError, match=r"no round 5: rounds are 1, 2, 3 and 4"):
+        make_plan(bank, "round", 5)
+    with pytest.raises(PlanError, match=r"\(q01\.\.q19\)"):
+        make_plan(bank, "question", "q99")
 
 
 def test_every_seed_question_is_asked_in_both_languages() -> None:

@@ -221,7 +221,7 @@ def test_the_bank_command_builds_no_index_no_store_and_no_grader(monkeypatch: py
     monkeypatch.setattr(OfflineGrader, "__init__", refuse)
     listed = CliRunner().invoke(app, ["bank", "--json"])
     assert listed.exit_code == 0, listed.output
-    assert len(json.loads(listed.stdout)) == 16
+    assert len(json.loads(listed.stdout)) == 19
     home = Path(os.environ["INTERVIEWER_HOME"])
     assert not (home / "index").exists() and not (home / "sessions.db").exists()
 

@@ -99,7 +99,7 @@ def test_a_wrong_layout_supposed_in_order_to_reject_it_is_no_claim(services: Ser
     assert not [m for c in result.criteria for m in c.misconceptions]
 
 
-@pytest.mark.parametrize("question_id", [f"q{n:02d}" for n in range(1, 17)])
+@pytest.mark.parametrize("question_id", sorted(path.stem for path in (PROJECT_ROOT / "rubrics").glob("q*.yaml")))
 def test_a_rubrics_own_correct_statements_never_read_as_misconceptions(services: Services, question_id: str) -> None:
     """The reference answers, the full-marks anchors and every correction say the right thing in
     the misconceptions' own words: a pattern that fires on them would fire on good candidates."""

@@ -87,3 +87,33 @@ def test_retrieval_quality_holds_on_the_labelled_queries(retriever: Retriever) -
         top = [r.source for r in retriever.search(str(q["query"]), k=3)]
         hits += any(r in top for r in q["relevant"])  # type: ignore[attr-defined]
     assert hits / len(queries) >= 0.9
+
+
+def test_a_plain_broad_question_reaches_the_kinds_it_asks_about(retriever: Retriever) -> None:
+    """ "有哪些并行方式 … 过高的内存占用" named no kind of parallelism and no OOM term: the glossary's
+    broader terms (张量并行 is a kind of 并行方式, OOM of 显存占用过高) bring those passages in.
+    Grading reads the terms alone: a broader term never reaches the offline grader's tokens."""
+    query = "大模型的分布式训练中有哪些并行方式？如何应对模型训练和推理中过高的内存占用问题？"
+    found = [r.source.split("#")[0] for r in retriever.search(query, k=10)]
+    assert "oom-debugging.md" in found and ({"parallelism.md", "zero.md"} & set(found)), found
+    segmenter = retriever.index.segmenter
+    assert "@parallelism" in segmenter.search_tokens("张量并行") and "@parallelism" not in segmenter.tokens("张量并行")
+    assert segmenter.glossary.ancestors("oom") == ["memory-pressure"]
+
+
+def test_the_broad_questions_name_real_passages_and_are_found() -> None:
+    from interviewer.content.knowledge import discover, load_passages
+
+    known = {p.source for f in discover([KNOWLEDGE], shipped=KNOWLEDGE) for p in load_passages(f, True)}
+    broad = yaml.safe_load((QUERIES.parent / "broad-queries.yaml").read_text(encoding="utf-8"))["queries"]
+    assert len(broad) == 40 and all(q["relevant"] and set(q["relevant"]) <= known for q in broad)
+
+
+def test_a_broader_term_no_glossary_defines_is_refused() -> None:
+    from interviewer.content.glossary import Glossary, Term
+    from interviewer.errors import KnowledgeError
+
+    with pytest.raises(KnowledgeError, match="'tensor-parallel' is a kind of 'parallelisms', which no glossary file defines"):
+        Glossary([Term(id="tensor-parallel", aliases=["TP"], broader=["parallelisms"])])
+    looped = Glossary([Term(id="a", aliases=["x"], broader=["b"]), Term(id="b", aliases=["y"], broader=["a"])])
+    assert looped.ancestors("a") == ["b"]  # a cycle is walked once

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,6 +69,17 @@ def test_interview_mode_keeps_scores_for_the_round_summary(handlers: Handlers) -
     assert "Score for the round" in after.chat[-1]["content"] and "q11" in after.chat[-1]["content"]
     end = handlers.proceed(after.session_id)
     assert "The interview is over" in end.chat[-1]["content"]
+
+
+def test_the_inference_serving_round_plays_on_its_own_and_after_the_three(handlers: Handlers) -> None:
+    alone = handlers.start("round 4", None, None, "practice", "zh")
+    assert "[q17]" in alone.chat[-1]["content"] and "推理服务" in alone.progress
+    assert re.search(r"(60:00|59:[0-5]\d) 本轮剩余", alone.progress), alone.progress  # its own 60 minutes
+    after = submit(handlers, alone.session_id, "KV cache 每个 token 要 2 × 层数 × KV 头数 × head_dim × 字节数。")
+    assert "[q17]" in after.chat[0]["content"]
+    loop = handlers.start("full all", None, None, "interview", "en")
+    assert handlers.engine.state(loop.session_id).plan.questions[-3:] == ["q17", "q18", "q19"]
+    assert handlers.engine.state(handlers.start("full", None, None, "interview", "en").session_id).plan.questions[-1] == "q16"
 
 
 def test_the_kernel_question_opens_the_code_editor(handlers: Handlers) -> None:

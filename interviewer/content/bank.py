@@ -92,6 +92,11 @@ class Bank:
     def in_round(self, number: int) -> list[Question]:
         return [q for q in self.questions if q.round == number]
 
+    def loop_questions(self, every_round: bool = False) -> list[Question]:
+        """The full interview's questions: the rounds in the default loop, or ``every_round``."""
+        looped = {r.number for r in self.rounds if r.in_full_loop or every_round}
+        return [q for q in self.questions if q.round in looped]
+
 
 def load_bank(directory: Path, passage_ids: set[str] | None = None) -> Bank:
     """Load and validate every question. With ``passage_ids``, every reference must exist."""

@@ -22,6 +22,9 @@ class Term(BaseModel):
 
     id: Identifier
     aliases: list[NonEmpty] = Field(min_length=1, description="Every way of writing the term, both languages.")
+    broader: list[Identifier] = Field(
+        default=[], description="Terms this one is a kind of (tensor parallelism: parallelism); retrieval reads them, grading does not."
+    )
 
 
 class GlossaryFile(BaseModel):
@@ -35,8 +38,11 @@ class Glossary:
 
     def __init__(self, terms: list[Term]):
         merged: dict[str, list[str]] = {}
+        self.broader: dict[str, list[str]] = {}
         for term in terms:
             merged.setdefault(term.id, [])
+            self.broader.setdefault(term.id, [])
+            self.broader[term.id] += [b for b in term.broader if b not in self.broader[term.id]]
             for alias in term.aliases:
                 if alias not in merged[term.id]:
                     merged[term.id].append(alias)
@@ -48,6 +54,21 @@ class Glossary:
                 other = self.alias_to_id.setdefault(key, term_id)
                 if other != term_id:
                     raise KnowledgeError(f"glossary alias '{alias}' belongs to both '{other}' and '{term_id}'")
+        for term_id, broader in self.broader.items():
+            for parent in broader:
+                if parent not in merged:
+                    raise KnowledgeError(f"glossary term '{term_id}' is a kind of '{parent}', which no glossary file defines")
+
+    def ancestors(self, term_id: str) -> list[str]:
+        """The broader terms of a term, theirs in turn, nearest first (a cycle is walked once)."""
+        seen: list[str] = []
+        frontier = list(self.broader.get(term_id, []))
+        while frontier:
+            parent = frontier.pop(0)
+            if parent != term_id and parent not in seen:
+                seen.append(parent)
+                frontier += self.broader.get(parent, [])
+        return seen
 
     @classmethod
     def load(cls, directory: Path) -> Glossary:
@@ -67,4 +88,6 @@ class Glossary:
             digest.update(term_id.encode())
             for alias in sorted(self.terms[term_id]):
                 digest.update(b"\0" + alias.encode())
+            for parent in self.broader.get(term_id, []):
+                digest.update(b"\1" + parent.encode())
         return digest.hexdigest()[:16]

@@ -131,7 +131,7 @@ class Question(Strict):
 
     id: Annotated[str, StringConstraints(pattern=r"^q\d{2}$")]
     version: int = Field(ge=1, description="Bumped whenever the rubric changes; stored with every grade.")
-    round: Literal[1, 2, 3]
+    round: Literal[1, 2, 3, 4]
     topics: list[Identifier] = Field(min_length=1)
     time_guide_min: int = Field(gt=0, le=60, description="Minutes a real interviewer would give this question.")
     answer_format: Literal["prose", "code"] = "prose"
@@ -169,11 +169,14 @@ class Question(Strict):
 
 
 class Round(Strict):
-    number: Literal[1, 2, 3]
+    number: Literal[1, 2, 3, 4]
     title: Text
     minutes: int = Field(gt=0)
     interviewer: Text = Field(description="Who runs the round, as the candidate meets them.")
+    in_full_loop: bool = Field(
+        default=True, description="Part of the default full interview; False: played on its own, or added to the loop on request."
+    )
 
 
 class RoundsFile(Strict):
-    rounds: list[Round] = Field(min_length=3, max_length=3)
+    rounds: list[Round] = Field(min_length=3, max_length=4)

@@ -50,7 +50,8 @@ def grade_request(services: Services, grader: RubricGrader, request: GradeReques
         try:
             question = services.bank.get(request.question_id)
         except KeyError:
-            raise InterviewerError(f"unknown question_id '{request.question_id}' (the bank has q01..q16)") from None
+            first, last = services.bank.questions[0].id, services.bank.questions[-1].id
+            raise InterviewerError(f"unknown question_id '{request.question_id}' (the bank has {first}..{last})") from None
         return grader.grade(question, request.answer)
     references = request.references()
     passages: list[PassageCitation] = []

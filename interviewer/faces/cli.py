@@ -284,7 +284,10 @@ def eval_(
 @app.command()
 @clean_errors
 def interview(
-    round_: Annotated[int | None, typer.Option("--round", min=1, max=3, help="Play one round only.")] = None,
+    round_: Annotated[int | None, typer.Option("--round", min=1, max=4, help="Play one round only (4: inference serving).")] = None,
+    all_rounds: Annotated[
+        bool, typer.Option("--all-rounds", help="The full loop with round 4 (inference serving) after the three.")
+    ] = False,
     question: Annotated[str | None, typer.Option("--question", help="Drill one question, e.g. q08.")] = None,
     topic: Annotated[str | None, typer.Option("--topic", help="Drill the questions of one topic.")] = None,
     weak: Annotated[bool, typer.Option("--weak", help="Drill your weak points: the lowest-scored questions so far.")] = False,
@@ -308,7 +311,7 @@ def interview(
     else:
         choices: list[tuple[str, str | int | None]] = [("weak", None), ("question", question), ("topic", topic), ("round", round_)]
         wanted = [(k, v) for k, v in choices if (weak if k == "weak" else v is not None)]
-        kind, value = wanted[0] if wanted else ("full", None)
+        kind, value = wanted[0] if wanted else ("full", "all" if all_rounds else None)
         plan = select_plan(services.store, services.bank, kind, value, owner=owner)
         state = engine.start(
             plan,

@@ -9,7 +9,7 @@ from typing import Literal
 
 PageLang = Literal["zh", "en"]
 
-PLANS = ["full", "round 1", "round 2", "round 3", "question", "topic", "weak"]
+PLANS = ["full", "full all", "round 1", "round 2", "round 3", "round 4", "question", "topic", "weak"]
 DRILL_PLANS = {"question", "topic"}  # the plans that need the question or topic picker
 LANGUAGES = [("中文", "zh"), ("English", "en")]
 
@@ -18,9 +18,11 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "title": "## AI-Infra 模拟面试",
         "plan": "面试计划",
         "full": "完整三轮",
+        "full all": "四轮（加推理服务面）",
         "round 1": "第 1 轮",
         "round 2": "第 2 轮",
         "round 3": "第 3 轮",
+        "round 4": "第 4 轮：推理服务",
         "question": "单题练习",
         "topic": "按主题练习",
         "weak": "复习薄弱点",
@@ -75,7 +77,7 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "download_pdf": "下载报告（PDF）",
         "welcome": (
             "你好，我是这场 AI-Infra 面试的面试官。三轮：分布式训练、CUDA 与 GPU 优化、GPU 集群管理，"
-            "按真实面试的节奏提问和追问。\n\n在左侧选好计划、模式和语言，点“开始面试”。"
+            "按真实面试的节奏提问和追问；想练推理服务，可以加一轮（第 4 轮）。\n\n在左侧选好计划、模式和语言，点“开始面试”。"
             "“面试”模式把分数留到每轮结束；“练习”模式每题给一张反馈卡片，可以重答。"
         ),
     },
@@ -83,9 +85,11 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "title": "## AI-Infra mock interview",
         "plan": "Plan",
         "full": "all three rounds",
+        "full all": "all four rounds (with inference serving)",
         "round 1": "round 1",
         "round 2": "round 2",
         "round 3": "round 3",
+        "round 4": "round 4: inference serving",
         "question": "one question",
         "topic": "one topic",
         "weak": "my weak points",
@@ -143,7 +147,8 @@ WORDS: dict[PageLang, dict[str, str]] = {
         "welcome": (
             "Hello, I am your interviewer for this AI-Infra interview. Three rounds (distributed training, "
             "CUDA and GPU optimisation, GPU cluster management), asked and followed up at the pace of a "
-            "real one.\n\nPick a plan, a mode and a language on the left, then press Start. Interview "
+            "real one; a fourth, on inference serving, can be added (round 4).\n\nPick a plan, a mode and a "
+            "language on the left, then press Start. Interview "
             "mode keeps the scores for each round's end; practice mode gives a feedback card for each "
             "answer and lets you retry it."
         ),
@@ -186,6 +191,7 @@ STATUS: dict[PageLang, dict[str, str]] = {
 }
 _PLAN_NAMES_ZH = [  # the plan labels sessions store (interview/plan.py, application/plans.py), in Chinese
     (re.compile(r"all three rounds"), "完整三轮"),
+    (re.compile(r"all four rounds"), "完整四轮"),
     (re.compile(r"round (\d+)"), r"第 \1 轮"),
     (re.compile(r"rounds (.+)"), r"第 \1 轮"),  # a scripted candidate's rounds (simulate)
     (re.compile(r"drill (\S+)"), r"单题 \1"),

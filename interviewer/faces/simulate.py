@@ -52,7 +52,7 @@ def read_script(lines: Iterable[str], bank: Bank) -> dict[str, ScriptedAnswer]:
 def plan_for(script: dict[str, ScriptedAnswer], bank: Bank) -> Plan:
     rounds = sorted({bank.get(q).round for q in script})
     if rounds == [1, 2, 3]:
-        return Plan("full", "all three rounds", [q.id for q in bank.questions])
+        return Plan("full", "all three rounds", [q.id for q in bank.loop_questions()])
     questions = [q.id for q in bank.questions if q.round in rounds]
     kind: PlanKind = "round" if len(rounds) == 1 else "full"
     return Plan(kind, "rounds " + ", ".join(map(str, rounds)), questions)

@@ -378,7 +378,7 @@ class Handlers:
     def start(self, plan: str, question: str | None, topic: str | None, mode: str, lang: str, *, user: str = LOCAL) -> View:
         """A new interview of the user's, on the user's own endpoint if one is set, else the server's."""
         kind, _, number = plan.partition(" ")
-        value = {"round": number, "question": question or "", "topic": topic or ""}.get(kind)
+        value = {"full": number or None, "round": number, "question": question or "", "topic": topic or ""}.get(kind)
         chosen = select_plan(self.store, self.services.bank, kind, value, owner=user)
         own = self._user_services(user)
         state = (

@@ -30,10 +30,16 @@ class Plan:
         return {"kind": self.kind, "label": self.label, "questions": self.questions}
 
 
+_NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
 def make_plan(bank: Bank, kind: PlanKind = "full", value: str | int | None = None) -> Plan:
     """A plan from the bank alone (the weak-points plan also needs the history: see application.plans)."""
-    if kind == "full":
-        return Plan("full", "all three rounds", [q.id for q in bank.questions])
+    if kind == "full":  # the loop's rounds; value "all": the rounds played only on request too
+        every = value in {"all", "4"}
+        questions = [q.id for q in bank.loop_questions(every_round=every)]
+        looped = sorted({q.round for q in bank.loop_questions(every_round=every)})
+        return Plan("full", f"all {_NUMBERS.get(len(looped), str(len(looped)))} rounds", questions)
     if kind == "round":
         try:
             number = int(value or 0)
@@ -41,13 +47,14 @@ def make_plan(bank: Bank, kind: PlanKind = "full", value: str | int | None = Non
             number = 0
         questions = [q.id for q in bank.in_round(number)]
         if not questions:
-            raise PlanError(f"no round {value}: rounds are 1, 2 and 3")
+            numbers = [str(r.number) for r in bank.rounds]
+            raise PlanError(f"no round {value}: rounds are {', '.join(numbers[:-1])} and {numbers[-1]}")
         return Plan("round", f"round {number}", questions)
     if kind == "question":
         try:
             return Plan("question", f"drill {value}", [bank.get(str(value)).id])
         except KeyError:
-            raise PlanError(f"no question '{value}' in the bank (q01..q16)") from None
+            raise PlanError(f"no question '{value}' in the bank ({bank.questions[0].id}..{bank.questions[-1].id})") from None
     if kind == "topic":
         return Plan("topic", f"topic {value}", topic_questions(bank, str(value)))
     raise PlanError(f"unknown plan '{kind}': use full, round, question, topic or weak")

@@ -54,7 +54,7 @@ class ConceptHashEmbedding(EmbeddingFunction[Documents]):
         return self._segmenter
 
     def features(self, text: str) -> dict[str, float]:
-        tokens = self.segmenter.tokens(text)
+        tokens = self.segmenter.search_tokens(text)
         weights: defaultdict[str, float] = defaultdict(float)
         for token in tokens:
             weights[token] += TERM_WEIGHT if token.startswith(TERM_PREFIX) else WORD_WEIGHT

@@ -478,7 +478,7 @@ class KnowledgeIndex:
                             "file_sha": f.sha256,
                             "parts": parts[f.document],
                             "title": p.title,
-                            "tokens": " ".join(self.segmenter.tokens(text)),
+                            "tokens": " ".join(self.segmenter.search_tokens(text)),
                         }
                         for (f, p), text in zip(batch, texts, strict=True)
                     ],

@@ -63,7 +63,7 @@ class Retriever:
 
     def search(self, query: str, k: int | None = None) -> list[SearchResult]:
         k = k or self.settings.k
-        tokens = self.index.segmenter.tokens(query)
+        tokens = self.index.segmenter.search_tokens(query)
         if not tokens:
             return []
         bm25 = self._lexical()

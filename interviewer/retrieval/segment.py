@@ -174,6 +174,17 @@ class Segmenter:
                 i += 1
         return tuple(out)
 
+    def search_tokens(self, text: str) -> list[str]:
+        """The tokens retrieval indexes and looks up: each term followed by the broader terms it is a
+        kind of, so that a plain question ("有哪些并行方式") reaches the passages that name the kinds
+        (数据并行, 张量并行 …). Grading reads :meth:`tokens`, which leave them out."""
+        out: list[str] = []
+        for token in self.tokens(text):
+            out.append(token)
+            if token.startswith(TERM_PREFIX):
+                out += [TERM_PREFIX + parent for parent in self.glossary.ancestors(token[len(TERM_PREFIX) :])]
+        return out
+
     @staticmethod
     def han_bigrams(tokens: list[str]) -> list[str]:
         """Character bigrams of the Chinese words that are not glossary terms: fuzzy matching for
