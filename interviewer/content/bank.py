@@ -92,10 +92,18 @@ class Bank:
     def in_round(self, number: int) -> list[Question]:
         return [q for q in self.questions if q.round == number]
 
+    def round_plan(self, number: int) -> list[Question]:
+        """A round as it is played: the source interview's questions of the round (a round with none,
+        such as inference serving, plays all of its own)."""
+        questions = self.in_round(number)
+        return [q for q in questions if q.source == "seed"] or questions
+
     def loop_questions(self, every_round: bool = False) -> list[Question]:
-        """The full interview's questions: the rounds in the default loop, or ``every_round``."""
-        looped = {r.number for r in self.rounds if r.in_full_loop or every_round}
-        return [q for q in self.questions if q.round in looped]
+        """The full interview's questions: the default loop's rounds as played, or ``every_round``:
+        every question of every round, the ones beyond the seed included, round by round."""
+        if every_round:
+            return sorted(self.questions, key=lambda q: (q.round, q.id))
+        return [q for r in self.rounds if r.in_full_loop for q in self.round_plan(r.number)]
 
 
 def load_bank(directory: Path, passage_ids: set[str] | None = None) -> Bank:

@@ -132,6 +132,11 @@ class Question(Strict):
     id: Annotated[str, StringConstraints(pattern=r"^q\d{2}$")]
     version: int = Field(ge=1, description="Bumped whenever the rubric changes; stored with every grade.")
     round: Literal[1, 2, 3, 4]
+    source: Literal["seed", "beyond"] = Field(
+        default="seed",
+        description="seed: asked in the source interview, played by the default loop; beyond: what real interviews ask "
+        "past it, played by drills, topics and the extended loop.",
+    )
     topics: list[Identifier] = Field(min_length=1)
     time_guide_min: int = Field(gt=0, le=60, description="Minutes a real interviewer would give this question.")
     answer_format: Literal["prose", "code"] = "prose"

@@ -35,7 +35,7 @@ _NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 def make_plan(bank: Bank, kind: PlanKind = "full", value: str | int | None = None) -> Plan:
     """A plan from the bank alone (the weak-points plan also needs the history: see application.plans)."""
-    if kind == "full":  # the loop's rounds; value "all": the rounds played only on request too
+    if kind == "full":  # the loop's rounds; value "all": every round and every question
         every = value in {"all", "4"}
         questions = [q.id for q in bank.loop_questions(every_round=every)]
         looped = sorted({q.round for q in bank.loop_questions(every_round=every)})
@@ -45,7 +45,7 @@ def make_plan(bank: Bank, kind: PlanKind = "full", value: str | int | None = Non
             number = int(value or 0)
         except ValueError:
             number = 0
-        questions = [q.id for q in bank.in_round(number)]
+        questions = [q.id for q in bank.round_plan(number)]
         if not questions:
             numbers = [str(r.number) for r in bank.rounds]
             raise PlanError(f"no round {value}: rounds are {', '.join(numbers[:-1])} and {numbers[-1]}")
