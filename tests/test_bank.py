@@ -24,8 +24,9 @@ def passage_ids() -> set[str]:
 
 def test_the_bank_is_complete(passage_ids: set[str]) -> None:
     bank = load_bank(RUBRICS, passage_ids)
-    assert [q.id for q in bank.questions] == [f"q{n:02d}" for n in range(1, 20)]
-    assert [q.round for q in bank.questions] == [1] * 5 + [2] * 5 + [3] * 6 + [4] * 3
+    assert [q.id for q in bank.questions] == [f"q{n:02d}" for n in range(1, 23)]
+    assert [q.round for q in bank.questions] == [1] * 5 + [2] * 5 + [3] * 6 + [4] * 3 + [1, 2, 3]
+    assert [q.source for q in bank.questions] == ["seed"] * 16 + ["beyond"] * 6
     assert [r.minutes for r in bank.rounds] == [120, 120, 90, 60]
     assert [r.in_full_loop for r in bank.rounds] == [True, True, True, False]  # inference serving: on request
     for q in bank.questions:
@@ -46,12 +47,16 @@ def test_the_full_loop_is_the_seeds_three_rounds_and_the_fourth_comes_on_request
     bank = load_bank(RUBRICS)
     default = make_plan(bank, "full")
     assert default.questions == [f"q{n:02d}" for n in range(1, 17)] and default.label == "all three rounds"
-    every = make_plan(bank, "full", "all")
-    assert every.questions == [f"q{n:02d}" for n in range(1, 20)] and every.label == "all four rounds"
+    every = make_plan(bank, "full", "all")  # every question, round by round
+    seed = [f"q{n:02d}" for n in range(1, 17)]
+    assert every.questions == [*seed[:5], "q20", *seed[5:10], "q21", *seed[10:], "q22", "q17", "q18", "q19"]
+    assert every.label == "all four rounds"
     assert make_plan(bank, "round", 4).questions == ["q17", "q18", "q19"]
+    assert make_plan(bank, "round", 1).questions == seed[:5]  # the source interview's round as it was
+    assert "q20" in make_plan(bank, "topic", "expert-parallel").questions and make_plan(bank, "question", "q21").questions == ["q21"]
     with pytest.raises(PlanError, match=r"no round 5: rounds are 1, 2, 3 and 4"):
         make_plan(bank, "round", 5)
-    with pytest.raises(PlanError, match=r"\(q01\.\.q19\)"):
+    with pytest.raises(PlanError, match=r"\(q01\.\.q22\)"):
         make_plan(bank, "question", "q99")
 
 

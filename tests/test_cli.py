@@ -26,7 +26,7 @@ def test_bank_json_lists_every_question_with_its_rubric() -> None:
     result = runner.invoke(app, ["bank", "--json"])
     assert result.exit_code == 0, result.output
     bank = json.loads(result.stdout)
-    assert [q["id"] for q in bank] == [f"q{n:02d}" for n in range(1, 20)]
+    assert [q["id"] for q in bank] == [f"q{n:02d}" for n in range(1, 23)]
     first = bank[0]
     assert first["round"] == 1 and first["question"]["zh"] and first["question"]["en"]
     assert abs(sum(c["weight"] for c in first["criteria"]) - 1.0) < 0.01
@@ -221,7 +221,7 @@ def test_the_bank_command_builds_no_index_no_store_and_no_grader(monkeypatch: py
     monkeypatch.setattr(OfflineGrader, "__init__", refuse)
     listed = CliRunner().invoke(app, ["bank", "--json"])
     assert listed.exit_code == 0, listed.output
-    assert len(json.loads(listed.stdout)) == 19
+    assert len(json.loads(listed.stdout)) == 22
     home = Path(os.environ["INTERVIEWER_HOME"])
     assert not (home / "index").exists() and not (home / "sessions.db").exists()
 
