@@ -6,7 +6,8 @@
 broad, plainly worded interview questions (several topics in one, little jargon), written and
 labelled blind, by someone who read only the knowledge base, never the retriever.
 
-Recall@k: the share of queries with at least one relevant passage in the top k.
+Recall@k: the share of queries with at least one relevant passage in the top k. Coverage@k: the
+share of all relevant passages that are in the top k (a broad question wants several of them).
 MRR: mean reciprocal rank of the first relevant passage within the top 10.
 Latency: one ``Retriever.search`` call (segmentation, BM25, Chroma query, fusion) after warm-up.
 """
@@ -47,11 +48,14 @@ def main(
         ranks: list[int | None] = []
         latencies: list[float] = []
         by_lang: dict[str, list[bool]] = defaultdict(list)
+        covered: dict[int, list[float]] = defaultdict(list)
         for q in queries:
             started = time.perf_counter()
             results = retriever.search(q["query"], k=10)
             latencies.append((time.perf_counter() - started) * 1000)
             sources = [r.source for r in results]
+            for k in (3, 5, 10):
+                covered[k].append(sum(s in sources[:k] for s in q["relevant"]) / len(q["relevant"]))
             rank = next((i for i, s in enumerate(sources, start=1) if s in q["relevant"]), None)
             ranks.append(rank)
             by_lang[q["lang"]].append(rank is not None and rank <= 3)
@@ -64,6 +68,7 @@ def main(
     p95 = latencies[min(n - 1, int(0.95 * n))]
     print(f"queries: {n} ({', '.join(f'{lang} {len(v)}' for lang, v in sorted(by_lang.items()))})")
     print(f"recall@1 {recall[1]:.3f}  recall@3 {recall[3]:.3f}  recall@5 {recall[5]:.3f}  MRR@10 {mrr:.3f}")
+    print("coverage (relevant passages found): " + ", ".join(f"@{k} {statistics.mean(v):.3f}" for k, v in covered.items()))
     print("recall@3 by language: " + ", ".join(f"{lang} {sum(v) / len(v):.3f}" for lang, v in sorted(by_lang.items())))
     print(f"latency per query: p50 {statistics.median(latencies):.1f} ms, p95 {p95:.1f} ms (target <= 50 ms)")
 
