@@ -363,9 +363,11 @@ class SpeechEndpoint:
         return f"{self.model} @ {host}"
 
 
-def speech_endpoint(settings: Settings, job: Literal["transcription", "speech"] = "transcription") -> SpeechEndpoint | str:
+def speech_endpoint(
+    settings: Settings, job: Literal["transcription", "speech"] = "transcription", lang: Literal["zh", "en"] = "en"
+) -> SpeechEndpoint | str:
     """The endpoint that transcribes recordings (or speaks the interviewer's words), or the one line
-    saying what to configure for a microphone (or a voice)."""
+    saying what to configure for a microphone (or a voice), in ``lang``."""
     speech, endpoint = settings.speech, settings.endpoint
     transcribing = job == "transcription"
     variable = "INTERVIEWER_STT_MODEL" if transcribing else "INTERVIEWER_TTS_MODEL"
@@ -376,11 +378,17 @@ def speech_endpoint(settings: Settings, job: Literal["transcription", "speech"] 
     elif endpoint.configured:
         base_url, key = endpoint.base_url, endpoint.api_key
     else:
+        if lang == "zh":
+            what = "" if transcribing else "要让面试官开口，"
+            return f"{what}请配置语音端点：OPENAI_API_KEY（OpenAI 官方），或 INTERVIEWER_SPEECH_BASE_URL 加 {variable}"
         what = "to answer aloud" if transcribing else "for the interviewer's voice"
         return f"{what}, configure a speech endpoint: OPENAI_API_KEY (OpenAI's own), or INTERVIEWER_SPEECH_BASE_URL and {variable}"
     named = speech.stt_model if transcribing else speech.tts_model
     model = named or ((OPENAI_TRANSCRIPTION_MODEL if transcribing else OPENAI_SPEECH_MODEL) if base_url is None else None)
     if model is None:
+        if lang == "zh":
+            which = "转写" if transcribing else "语音合成"
+            return f"请用 {variable} 指定 {redacted(base_url or '')} 提供的{which}模型"
         which = "transcription" if transcribing else "speech"
         return f"name the {which} model {redacted(base_url or '')} serves: {variable}"
     return SpeechEndpoint(base_url, key, model)

@@ -221,6 +221,9 @@ def test_the_page_puts_the_words_after_what_was_typed_for_the_question_on_screen
         handlers.transcribe(view.session_id, None, "typed")
     offline = Handlers(Services(Settings(home=tmp_path / "offline", endpoint=EndpointSettings.model_construct())))
     assert not offline.transcriber.available
+    said_zh, said_en = offline.transcriber.unavailable_reason_in("zh"), offline.transcriber.unavailable_reason_in("en")
+    assert said_zh.startswith("请配置语音端点：OPENAI_API_KEY") and "configure" not in said_zh  # the Chinese page says it in Chinese
+    assert said_en.startswith("to answer aloud, configure a speech endpoint") and handlers.transcriber.unavailable_reason_in("zh") == ""
 
 
 def test_in_the_browser_the_question_is_spoken_and_a_recording_lands_in_the_answer_box(

@@ -163,6 +163,11 @@ class Transcriber:
     def unavailable_reason(self) -> str:
         return self.endpoint if isinstance(self.endpoint, str) else ""
 
+    def unavailable_reason_in(self, lang: str) -> str:
+        """What to configure for a microphone, in the page's language ("" when there is one)."""
+        reason = speech_endpoint(self.settings, "transcription", "zh" if lang == "zh" else "en")
+        return reason if isinstance(reason, str) else ""
+
     def transcribe(
         self,
         path: Path,

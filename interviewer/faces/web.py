@@ -904,7 +904,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                     voice_on = gr.Checkbox(value=False, label=w["voice_on"], scale=1)
                     voice = gr.Audio(streaming=True, autoplay=True, interactive=False, label=w["voice"], elem_id="voice", scale=3)
                 speech_off = gr.Markdown(
-                    "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason}</sub>",
+                    "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason_in('en')}</sub>",
                     elem_classes="notice",
                     elem_id="speech-line",  # also where the page says why the microphone did not open (WATCH_MICROPHONE)
                 )
@@ -1071,7 +1071,7 @@ def build(handlers: Handlers, secret: str | None = None) -> gr.Blocks:
                 *(w[name] for name in ("submit", "dont_know", "skip", "retry", "proceed")),
                 handlers.badge(user_of(request), lang_) if idle else gr.skip(),
                 gr.update(label=w["mic"]),
-                "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason}</sub>",
+                "" if speaking else f"<sub>{w['speech_off']} {handlers.transcriber.unavailable_reason_in(lang_)}</sub>",
                 gr.update(label=w["voice_on"]),
                 gr.update(label=w["voice"]),
             )
