@@ -268,6 +268,10 @@ class Terminal:
         os.write(self.master, data)
 
     def finish(self, timeout: float = 60) -> int:
+        """The exit code, reading what is printed until then. Once the command has closed its end
+        (EIO here), this end is closed too: a session leader's exit can wait on the terminal's
+        hangup until then (seen under load: exited, not reaped, until the master end was read
+        or closed)."""
         deadline = time.monotonic() + timeout
         while self.process.poll() is None and time.monotonic() < deadline:
             if select.select([self.master], [], [], 0.1)[0]:
@@ -275,9 +279,8 @@ class Terminal:
                     self.output += os.read(self.master, 65536)
                 except OSError:
                     break
-        code = self.process.wait(max(deadline - time.monotonic(), 1))
         os.close(self.master)
-        return code
+        return self.process.wait(max(deadline - time.monotonic(), 1))
 
     @property
     def text(self) -> str:
