@@ -268,19 +268,19 @@ class Terminal:
         os.write(self.master, data)
 
     def finish(self, timeout: float = 60) -> int:
-        """The exit code, reading what is printed until then. Once the command has closed its end
-        (EIO here), this end is closed too: a session leader's exit can wait on the terminal's
-        hangup until then (seen under load: exited, not reaped, until the master end was read
-        or closed)."""
+        """The exit code, reading what is printed until the command has exited. This end keeps being
+        read (and stays open) after the command has closed its own: under load a session leader's
+        exit sat unreaped while nothing read here, and closing this end first hangs it up (SIGHUP)."""
         deadline = time.monotonic() + timeout
         while self.process.poll() is None and time.monotonic() < deadline:
             if select.select([self.master], [], [], 0.1)[0]:
                 try:
                     self.output += os.read(self.master, 65536)
                 except OSError:
-                    break
+                    time.sleep(0.05)  # the command's end is closed: it is exiting
+        code = self.process.wait(max(deadline - time.monotonic(), 1))
         os.close(self.master)
-        return self.process.wait(max(deadline - time.monotonic(), 1))
+        return code
 
     @property
     def text(self) -> str:
